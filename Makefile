@@ -1,0 +1,51 @@
+# adaptstudy: `make book` and `make test` are all a newcomer needs (each sets up .venv first).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# On a CPU-only machine this pins the CPU build where the machine offers it; override for CUDA,
+# e.g. `make setup TORCH_SPEC=torch`.
+TORCH_SPEC ?= torch==2.13.0
+ADAPTSTUDY_DATA ?= $(abspath ../shared/data)
+export ADAPTSTUDY_DATA
+PAPERMILL := $(BIN)/papermill --log-level WARNING
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test smoke book reproduce-foundation clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 > /dev/null
+	touch $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+# Every notebook on smoke parameters (what the end-to-end tests also do).
+smoke: setup
+	mkdir -p /tmp/adaptstudy-smoke
+	$(PAPERMILL) notebooks/01_data_prep.ipynb /tmp/adaptstudy-smoke/01.ipynb -f params/smoke/data_prep.yaml
+	$(PAPERMILL) notebooks/04_finetune.ipynb /tmp/adaptstudy-smoke/04.ipynb -f params/smoke/finetune.yaml -p results_dir /tmp/adaptstudy-smoke/results
+	$(PAPERMILL) notebooks/06_analysis.ipynb /tmp/adaptstudy-smoke/06.ipynb
+
+# The committed foundation runs (about an hour on 2 CPU cores); a finished run is not redone.
+FOUNDATION := $(wildcard params/cpu/finetune_*.yaml)
+reproduce-foundation: setup
+	for p in $(FOUNDATION); do \
+	  $(BIN)/python -m adaptstudy.cli done $$p results/foundation || \
+	  $(PAPERMILL) notebooks/04_finetune.ipynb /tmp/$$(basename $$p .yaml).ipynb -f $$p -p results_dir results/foundation || exit 1; \
+	done
+
+# Execute the analysis notebooks on the committed results and build the HTML report (no training, no network).
+book: setup
+	mkdir -p book/generated
+	$(PAPERMILL) notebooks/06_analysis.ipynb book/generated/06_analysis.ipynb -p results_dir $(CURDIR)/results/foundation
+	$(BIN)/jupyter-book build book --quiet
+	@echo "report: book/_build/html/index.html"
+
+clean:
+	rm -rf book/_build book/generated

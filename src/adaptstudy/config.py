@@ -1,0 +1,139 @@
+"""Validated run configurations and their stable identity.
+
+Parameters come from notebooks (papermill), YAML profiles and sweep grids; all of them pass through
+a pydantic model here, so an unknown name, a wrong type or an impossible combination is one clear
+error before any data is read or any weight is trained.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from adaptstudy.registry import did_you_mean
+
+
+class ConfigError(ValueError):
+    """Bad parameters: says which value is wrong and what would be valid."""
+
+
+def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "parameter") -> BaseModel:
+    """`model(**values)` with pydantic's errors turned into one readable message."""
+    unknown = sorted(set(values) - set(model.model_fields))
+    if unknown:
+        hints = "; ".join(f"unknown {what} {k!r}{did_you_mean(k, model.model_fields)}" for k in unknown)
+        raise ConfigError(f"{hints}. Valid: {', '.join(model.model_fields)}")
+    try:
+        return model.model_validate(dict(values))
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "(config)"
+            got = f" (got {err['input']!r})" if err["type"] != "value_error" and loc != "(config)" else ""
+            problems.append(f"{what} {loc}: {err['msg']}{got}")
+        raise ConfigError("; ".join(problems)) from None
+
+
+class FinetuneConfig(BaseModel):
+    """One fine-tuning run: a (task, method, backbone, seed) and how it is trained."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task: str | dict[str, Any] = Field("rte", description="a registered task, or a mapping declaring a custom task")
+    method: str = "houlsby"
+    backbone: str = "minilm-l6"
+    seed: int = 42
+    learning_rate: float | None = Field(None, gt=0, description="None: the method's default")
+    num_train_epochs: float = Field(3.0, gt=0)
+    max_train_examples: int | None = Field(None, gt=0, description="None: the whole training set")
+    max_seq_length: int = Field(128, ge=8, le=4096)
+    batch_size: int = Field(32, ge=1)
+    adapter_size: int | None = Field(None, ge=1, description="bottleneck width; only for adapter methods")
+    data_dir: str | None = None
+    results_dir: str | None = Field(None, description="None: results/finetune in the project")
+    # Settings beyond the notebook's parameters, for profiles and sweeps.
+    data_seed: int = 0
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    eval_batch_size: int = Field(128, ge=1)
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+
+    @model_validator(mode="after")
+    def _known_names(self) -> FinetuneConfig:
+        from adaptstudy.backbones import resolve_backbone
+        from adaptstudy.data import resolve_task
+        from adaptstudy.methods import METHODS
+
+        method = METHODS.get(self.method)
+        resolve_task(self.task)
+        resolve_backbone(self.backbone)
+        if self.adapter_size is not None and not method.uses_adapter_size:
+            raise ValueError(
+                f"adapter_size={self.adapter_size} does not apply to method {self.method!r}; "
+                f"methods with an adapter size: {', '.join(m for m in METHODS if METHODS.get(m).uses_adapter_size)}"
+            )
+        return self
+
+    @property
+    def task_name(self) -> str:
+        from adaptstudy.data import resolve_task
+
+        return resolve_task(self.task).name
+
+    def resolved(self) -> FinetuneConfig:
+        """Defaults that depend on the method filled in, so the record says what actually ran."""
+        from adaptstudy.methods import METHODS
+
+        method = METHODS.get(self.method)
+        updates: dict[str, Any] = {}
+        if self.learning_rate is None:
+            updates["learning_rate"] = method.default_learning_rate
+        if method.uses_adapter_size and self.adapter_size is None:
+            updates["adapter_size"] = method.default_adapter_size
+        return self.model_copy(update=updates)
+
+    def identity(self) -> dict[str, Any]:
+        """What makes a run this run: everything but where data and results live."""
+        return self.resolved().model_dump(exclude={"data_dir", "results_dir"})
+
+    @property
+    def run_id(self) -> str:
+        return run_id(self.identity())
+
+
+def run_id(identity: Mapping[str, Any]) -> str:
+    """A stable hash of a configuration: the same settings give the same id on any machine."""
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+class DataPrepParams(BaseModel):
+    """Parameters of `01_data_prep`: which task to describe, tokenized by which backbone."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task: str | dict[str, Any] = "rte"
+    backbone: str = "minilm-l6"
+    max_seq_length: int = Field(128, ge=8, le=4096)
+    data_dir: str | None = None
+
+    @model_validator(mode="after")
+    def _known_names(self) -> DataPrepParams:
+        from adaptstudy.backbones import resolve_backbone
+        from adaptstudy.data import resolve_task
+
+        resolve_task(self.task)
+        resolve_backbone(self.backbone)
+        return self
+
+
+class AnalysisParams(BaseModel):
+    """Parameters of the analysis notebooks: where the committed records are."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    results_dir: str | None = Field(None, description="None: results/ in the project")

@@ -1,0 +1,75 @@
+"""Task metrics as the papers report them, computed with scikit-learn and scipy.
+
+`evaluate.load(...)` fetches metric scripts from the Hub and fails offline, so it is not used.
+Every value is in points (0-100), the scale of the published tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy.stats import pearsonr, spearmanr
+from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
+
+
+def _accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
+    return accuracy_score(gold, pred)
+
+
+def _f1(pred: np.ndarray, gold: np.ndarray) -> float:
+    """Binary F1 of the positive class (label 1), as GLUE scores MRPC."""
+    return f1_score(gold, pred, average="binary", pos_label=1, zero_division=0.0)
+
+
+def _macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
+    return f1_score(gold, pred, average="macro", zero_division=0.0)
+
+
+def _micro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
+    return f1_score(gold, pred, average="micro", zero_division=0.0)
+
+
+def _mcc(pred: np.ndarray, gold: np.ndarray) -> float:
+    return matthews_corrcoef(gold, pred)
+
+
+def _pearson(pred: np.ndarray, gold: np.ndarray) -> float:
+    return _correlation(pearsonr, pred, gold)
+
+
+def _spearman(pred: np.ndarray, gold: np.ndarray) -> float:
+    return _correlation(spearmanr, pred, gold)
+
+
+def _correlation(fn, pred: np.ndarray, gold: np.ndarray) -> float:
+    # A constant prediction has no correlation; scipy warns and returns nan. Report 0, as GLUE does.
+    if np.ptp(pred) == 0 or np.ptp(gold) == 0:
+        return 0.0
+    return float(fn(pred, gold)[0])
+
+
+METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "accuracy": _accuracy,
+    "f1": _f1,
+    "macro_f1": _macro_f1,
+    "micro_f1": _micro_f1,
+    "mcc": _mcc,
+    "pearson": _pearson,
+    "spearman": _spearman,
+}
+
+
+def check_metric_names(names: Sequence[str]) -> None:
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; valid: {sorted(METRICS)}")
+
+
+def compute_metrics(names: Sequence[str], predictions, labels) -> dict[str, float]:
+    """Each named metric of `predictions` against `labels`, in points (0-100)."""
+    check_metric_names(names)
+    pred, gold = np.asarray(predictions), np.asarray(labels)
+    if pred.shape != gold.shape:
+        raise ValueError(f"predictions {pred.shape} and labels {gold.shape} differ in shape")
+    return {name: 100.0 * float(METRICS[name](pred, gold)) for name in names}

@@ -1,0 +1,109 @@
+"""Tables and plots for the book: our records aggregated per cell, published numbers beside them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from adaptstudy.published import published_frame
+
+
+def method_label(method: str, adapter_size) -> str:
+    """`houlsby-64` for adapter methods, the method's name otherwise (as the published table names them)."""
+    return f"{method}-{int(adapter_size)}" if pd.notna(adapter_size) else method
+
+
+def aggregate_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (task, method, backbone): mean and std of the main metric over seeds, costs, run count."""
+    if runs.empty:
+        return pd.DataFrame(
+            columns=["task", "method", "backbone", "metric", "ours_mean", "ours_std", "runs", "train_examples"]
+        )
+    runs = runs.assign(method=[method_label(m, a) for m, a in zip(runs["method"], runs["config.adapter_size"])])
+    runs = runs.assign(trainable_pct=100 * runs["trainable_params"] / runs["total_params"])
+    grouped = runs.groupby(["task", "method", "backbone", "main_metric"], as_index=False)
+    out = grouped.agg(
+        ours_mean=("main_metric_value", "mean"),
+        ours_std=("main_metric_value", "std"),
+        runs=("run_id", "count"),
+        train_examples=("train_examples", "max"),
+        epochs=("config.num_train_epochs", "max"),
+        learning_rate=("config.learning_rate", "first"),
+        trainable_pct=("trainable_pct", "mean"),
+        train_runtime_s=("train_runtime_s", "mean"),
+        train_examples_per_s=("train_examples_per_s", "mean"),
+        peak_rss_mb=("peak_rss_mb", "max"),
+    )
+    return out.rename(columns={"main_metric": "metric"})
+
+
+def compare_with_published(runs: pd.DataFrame, paper: str) -> pd.DataFrame:
+    """Our aggregated runs joined with a paper's numbers on (task, method, metric).
+
+    Published cells we have no run for are kept (ours empty), so the table shows what is missing.
+    """
+    ours = aggregate_runs(runs)
+    theirs = published_frame(paper)[["task", "method", "metric", "value", "backbone", "split", "source"]]
+    theirs = theirs.rename(columns={"value": "published", "backbone": "published_backbone", "split": "published_split"})
+    table = theirs.merge(ours, on=["task", "method", "metric"], how="outer")
+    table["difference"] = table["ours_mean"] - table["published"]
+    return table.sort_values(["task", "method"]).reset_index(drop=True)
+
+
+COST_COLUMNS = ["train_examples", "epochs", "train_runtime_s", "train_examples_per_s", "trainable_pct", "peak_rss_mb"]
+
+
+def record_summary(record: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One run at a glance: its metrics and costs, and its per-epoch history."""
+    summary = {
+        "run_id": record["run_id"],
+        "task": record["task"],
+        "method": method_label(record["method"], record["config"].get("adapter_size")),
+        **{f"dev {k}": round(v, 2) for k, v in record["metrics"].items()},
+        "trainable": f"{record['trainable_params']:,} of {record['total_params']:,} "
+        f"({100 * record['trainable_params'] / record['total_params']:.2f}%)",
+        "train seconds": round(record["train_runtime_s"], 1),
+        "train examples/s": round(record["train_examples_per_s"], 1),
+        "peak RSS (MB)": round(record["peak_rss_mb"]),
+    }
+    return pd.Series(summary).to_frame("value"), pd.DataFrame(record["history"])
+
+
+def scale_note(runs: pd.DataFrame) -> str:
+    """One sentence saying at which scale the runs in a table were made."""
+    if runs.empty:
+        return "**No committed records yet** for this table: only the published numbers are shown."
+    backbones = ", ".join(sorted(runs["backbone"].unique()))
+    seeds = runs.groupby(["task", "method"])["seed"].nunique()
+    devices = ", ".join(sorted(runs["device"].unique()))
+    return (
+        f"Ours: {len(runs)} runs on {backbones}, {seeds.min()}–{seeds.max()} seed(s) per cell, "
+        f"{runs['config.num_train_epochs'].min():g}–{runs['config.num_train_epochs'].max():g} epochs, "
+        f"max_seq_length {runs['config.max_seq_length'].max()}, on {devices}; metrics on the dev set."
+    )
+
+
+def display_table(table: pd.DataFrame):
+    """The comparison table rounded for reading (a pandas Styler, rendered in the book)."""
+    shown = table.rename(columns={"ours_mean": "ours", "ours_std": "ours sd"})
+    cols = ["task", "method", "metric", "published", "ours", "ours sd", "runs", "difference", *COST_COLUMNS]
+    cols = [c for c in cols if c in shown.columns]
+    return shown[cols].style.format(precision=1, na_rep="–").format(
+        {"train_examples_per_s": "{:.1f}", "trainable_pct": "{:.2f}", "peak_rss_mb": "{:.0f}", "runs": "{:.0f}"},
+        na_rep="–",
+    ).hide(axis="index")
+
+
+def plot_comparison(table: pd.DataFrame):
+    """Ours (dev) beside published (as the paper reports) per task and method."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    long = table.melt(
+        id_vars=["task", "method"], value_vars=["ours_mean", "published"], var_name="source", value_name="score"
+    ).replace({"source": {"ours_mean": "ours", "published": "published"}})
+    long["bar"] = long["method"] + " (" + long["source"] + ")"
+    ax = sns.barplot(data=long.dropna(subset=["score"]), x="task", y="score", hue="bar")
+    ax.set_ylabel("main metric (points)")
+    ax.legend(title=None, loc="lower right", fontsize="small")
+    plt.tight_layout()
+    return ax

@@ -1,0 +1,131 @@
+"""Result records: one JSON file per run, named by its run id, written atomically.
+
+A record is written to a temporary file in the same folder, flushed, fsynced and renamed into
+place, so a reader never sees half a record; leftover temporary files are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from adaptstudy.data import PROJECT_ROOT
+
+TMP_PREFIX = ".tmp-"
+REQUIRED_FIELDS = (
+    "run_id", "status", "task", "method", "backbone", "seed", "config", "metrics", "main_metric",
+    "trainable_params", "total_params", "train_runtime_s", "train_examples_per_s", "peak_rss_mb",
+    "versions", "git_commit", "finished_at",
+)  # fmt: skip
+
+
+def versions() -> dict[str, str]:
+    import adapters
+    import datasets
+    import torch
+    import transformers
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "adapters": adapters.__version__,
+        "datasets": datasets.__version__,
+    }
+
+
+def git_commit() -> str | None:
+    """The project's commit, with `-dirty` when the work tree has uncommitted changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("-dirty" if dirty else "")
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (Linux reports KiB, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def base_record(config) -> dict[str, Any]:
+    """The identity part of a record, shared by successful and failed runs."""
+    resolved = config.resolved()
+    return {
+        "run_id": resolved.run_id,
+        "status": None,
+        "task": resolved.task_name,
+        "method": resolved.method,
+        "backbone": resolved.backbone,
+        "seed": resolved.seed,
+        "config": resolved.model_dump(),
+        "versions": versions(),
+        "git_commit": git_commit(),
+        "finished_at": None,
+    }
+
+
+def resolve_results_dir(results_dir: str | os.PathLike | None, study: str = "finetune") -> Path:
+    """The given folder, else `results/<study>` in the project."""
+    return Path(results_dir) if results_dir else PROJECT_ROOT / "results" / study
+
+
+def write_record(record: dict[str, Any], results_dir: str | os.PathLike) -> Path:
+    """Write `record` to `results_dir/<run_id>.json` atomically; returns the path."""
+    folder = Path(results_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    missing = [f for f in REQUIRED_FIELDS if f not in record]
+    if missing:
+        raise ValueError(f"record {record.get('run_id')!r} lacks {missing}")
+    target = folder / f"{record['run_id']}.json"
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f, indent=2, sort_keys=True, allow_nan=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def read_records(results_dir: str | os.PathLike, status: str | None = "ok") -> list[dict[str, Any]]:
+    """Every record under `results_dir` (recursively), optionally only those with `status`."""
+    records = []
+    for path in sorted(Path(results_dir).rglob("*.json")):
+        if path.name.startswith(TMP_PREFIX):
+            continue
+        with open(path) as f:
+            record = json.load(f)
+        if status is None or record.get("status") == status:
+            records.append(record)
+    return records
+
+
+def records_frame(results_dir: str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
+    """Records as a table: one row per run, metrics flattened to `metric.<name>` columns."""
+    rows = []
+    for record in read_records(results_dir, status):
+        row = {k: v for k, v in record.items() if not isinstance(v, (dict, list))}
+        row.update({f"metric.{k}": v for k, v in record["metrics"].items()})
+        row.update({f"config.{k}": v for k, v in record["config"].items() if not isinstance(v, (dict, list))})
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,180 @@
+"""Fine-tune one (task, method, backbone, seed) on the train split and evaluate it on dev.
+
+Built on `transformers.Trainer`, with what matters on a small CPU: dynamic padding with
+length-grouped batches (GLUE sentences are far shorter than `max_seq_length`), evaluation
+every epoch for the per-epoch history, and CUDA settings (bf16, TF32) only behind device checks.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from datetime import datetime, timezone
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from datasets import DatasetDict
+
+from adaptstudy.backbones import load_tokenizer, resolve_backbone
+from adaptstudy.config import FinetuneConfig, validate
+from adaptstudy.data import TaskSpec, load_task, resolve_task
+from adaptstudy.methods import METHODS, count_parameters
+from adaptstudy.metrics import compute_metrics
+from adaptstudy.results import base_record, peak_rss_mb, resolve_results_dir, write_record
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training diverged: the loss became NaN or infinite."""
+
+
+def device_settings(precision: str = "auto") -> dict[str, Any]:
+    """Trainer arguments for the device at hand: CUDA with bf16/TF32 where it has them, else CPU."""
+    if torch.cuda.is_available():
+        bf16 = precision == "bf16" or (precision == "auto" and torch.cuda.is_bf16_supported())
+        return {"use_cpu": False, "bf16": bf16, "tf32": torch.cuda.get_device_capability()[0] >= 8}
+    return {"use_cpu": True, "bf16": precision == "bf16"}
+
+
+def tokenize_task(splits: DatasetDict, tokenizer, max_seq_length: int) -> DatasetDict:
+    """Token ids for every split; pairs are encoded as one sequence with segment ids."""
+
+    def encode(batch):
+        pair = batch["text_b"] if "text_b" in batch else None
+        return tokenizer(batch["text_a"], pair, truncation=True, max_length=max_seq_length)
+
+    text_columns = [c for c in ("text_a", "text_b") if c in splits["train"].column_names]
+    return splits.map(encode, batched=True, remove_columns=text_columns, desc="tokenize")
+
+
+def build_model(config: FinetuneConfig, spec: TaskSpec):
+    from transformers import AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the head is new by design; don't warn that it is untrained
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            resolve_backbone(config.backbone),
+            num_labels=spec.num_labels,
+            problem_type="regression" if spec.is_regression else "single_label_classification",
+            use_safetensors=True,
+        )
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    return METHODS.get(config.method).apply(model, config)
+
+
+def _metric_fn(spec: TaskSpec):
+    def fn(eval_pred) -> dict[str, float]:
+        logits, labels = eval_pred.predictions, eval_pred.label_ids
+        preds = logits.squeeze(-1) if spec.is_regression else np.argmax(logits, axis=-1)
+        return compute_metrics(spec.metrics, preds, labels)
+
+    return fn
+
+
+def epoch_history(log_history: list[dict], metrics: list[str]) -> list[dict[str, float]]:
+    """One row per epoch: training loss, dev metrics and eval time, from the Trainer's log."""
+    rows: dict[float, dict[str, float]] = {}
+    for entry in log_history:
+        if "epoch" not in entry:
+            continue
+        row = rows.setdefault(round(entry["epoch"], 4), {"epoch": round(entry["epoch"], 4)})
+        if "loss" in entry:
+            row["train_loss"] = entry["loss"]
+        for m in metrics:
+            if f"eval_{m}" in entry:
+                row[m] = entry[f"eval_{m}"]
+        if "eval_runtime" in entry:
+            row["eval_runtime_s"] = entry["eval_runtime"]
+    return [r for _, r in sorted(rows.items()) if len(r) > 1]
+
+
+def finetune(config: FinetuneConfig | Mapping[str, Any], write: bool = True) -> dict[str, Any]:
+    """Train, evaluate, and return the run's record (also written to `results_dir` unless `write` is off)."""
+    if not isinstance(config, FinetuneConfig):
+        config = validate(FinetuneConfig, config)
+    config = config.resolved()
+    spec = resolve_task(config.task)
+
+    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, set_seed
+
+    set_seed(config.seed)
+    splits = load_task(spec, config.data_dir, config.max_train_examples, config.data_seed)
+    tokenizer = load_tokenizer(config.backbone)
+    encoded = tokenize_task(splits, tokenizer, config.max_seq_length)
+    train_set, eval_set = encoded["train"], encoded[spec.eval_split]
+    model = build_model(config, spec)
+    counts = count_parameters(model)
+
+    with tempfile.TemporaryDirectory(prefix="adaptstudy-") as scratch:
+        args = TrainingArguments(
+            output_dir=scratch,
+            learning_rate=config.learning_rate,
+            num_train_epochs=config.num_train_epochs,
+            per_device_train_batch_size=config.batch_size,
+            per_device_eval_batch_size=config.eval_batch_size,
+            warmup_ratio=config.warmup_ratio,
+            weight_decay=config.weight_decay,
+            lr_scheduler_type="linear",
+            eval_strategy="epoch",
+            logging_strategy="epoch",
+            save_strategy="no",
+            group_by_length=True,
+            seed=config.seed,
+            data_seed=config.data_seed,
+            report_to=[],
+            dataloader_num_workers=0,
+            **device_settings(config.precision),
+        )
+        trainer = Trainer(
+            model=model,
+            args=args,
+            train_dataset=train_set,
+            eval_dataset=eval_set,
+            data_collator=DataCollatorWithPadding(tokenizer),
+            compute_metrics=_metric_fn(spec),
+        )
+        start = time.perf_counter()
+        train_output = trainer.train()
+        wall = time.perf_counter() - start
+        history = epoch_history(trainer.state.log_history, spec.metrics)
+        if not history or not all(m in history[-1] for m in spec.metrics) or history[-1]["epoch"] < config.num_train_epochs - 1e-6:
+            final = trainer.evaluate()
+            history.append({"epoch": config.num_train_epochs, **{m: final[f"eval_{m}"] for m in spec.metrics}})
+    if not math.isfinite(train_output.training_loss):
+        raise NonFiniteLossError(f"training loss is {train_output.training_loss}")
+
+    eval_time = sum(row.get("eval_runtime_s", 0.0) for row in history)
+    train_time = max(wall - eval_time, 1e-9)
+    epochs = config.num_train_epochs
+    tokens = sum(len(ids) for ids in train_set["input_ids"])
+    metrics = {m: history[-1][m] for m in spec.metrics}
+    record = base_record(config)
+    record.update(
+        status="ok",
+        metrics=metrics,
+        main_metric=spec.main_metric,
+        main_metric_value=metrics[spec.main_metric],
+        **counts,
+        train_examples=len(train_set),
+        eval_examples=len(eval_set),
+        eval_split=spec.eval_split,
+        train_loss=train_output.training_loss,
+        train_runtime_s=train_time,
+        eval_runtime_s=eval_time,
+        train_examples_per_s=len(train_set) * epochs / train_time,
+        train_tokens_per_s=tokens * epochs / train_time,
+        peak_rss_mb=peak_rss_mb(),
+        device="cuda" if torch.cuda.is_available() else "cpu",
+        torch_threads=torch.get_num_threads(),
+        history=history,
+        finished_at=datetime.now(timezone.utc).isoformat(),
+    )
+    if write:
+        write_record(record, resolve_results_dir(config.results_dir))
+    return record
+
