@@ -34,7 +34,8 @@ def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "par
         for err in e.errors():
             loc = ".".join(str(p) for p in err["loc"]) or "(config)"
             got = f" (got {err['input']!r})" if err["type"] != "value_error" and loc != "(config)" else ""
-            problems.append(f"{what} {loc}: {err['msg']}{got}")
+            msg = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{msg}" if loc == "(config)" else f"{what} {loc}: {msg}{got}")
         raise ConfigError("; ".join(problems)) from None
 
 

@@ -66,8 +66,10 @@ class TaskSpec(BaseModel):
             raise ValueError(f"main_metric {self.main_metric!r} is not among metrics {self.metrics}")
         if self.format != "jsonl" and not self.header and not self.columns:
             raise ValueError(f"task {self.name!r}: a {self.format} file without header needs `columns`")
-        if "train" not in self.files:
-            raise ValueError(f"task {self.name!r}: `files` needs a 'train' split, got {sorted(self.files)}")
+        if "train" not in self.files or len(self.files) < 2:
+            raise ValueError(
+                f"task {self.name!r}: `files` needs a 'train' split and an evaluation split (dev), got {sorted(self.files)}"
+            )
         if self.label_names is not None and self.labels is not None and len(self.label_names) != len(self.labels):
             raise ValueError(f"task {self.name!r}: label_names and labels differ in length")
         return self
@@ -82,6 +84,7 @@ class TaskSpec(BaseModel):
 
     @property
     def eval_split(self) -> str:
+        """`dev` where there is one (GLUE's test labels are not public), else the first other split."""
         return "dev" if "dev" in self.files else next(s for s in self.files if s != "train")
 
 
@@ -285,11 +288,11 @@ def describe_task(splits: DatasetDict, tokenizer, spec: TaskSpec, max_seq_length
         if spec.is_regression:
             labels.append({"split": split, "label": "mean (sd)", "share": f"{np.mean(ds['label']):.2f} ({np.std(ds['label']):.2f})"})
         else:
-            counts = np.bincount(ds["label"], minlength=spec.num_labels)
+            counts = np.bincount(list(ds["label"]), minlength=spec.num_labels)
             names = spec.label_names or spec.labels
             labels += [{"split": split, "label": n, "share": c / len(ds)} for n, c in zip(names, counts)]
-        pair = ds["text_b"] if "text_b" in ds.column_names else None
-        ids = tokenizer(ds["text_a"], pair)["input_ids"]
+        pair = list(ds["text_b"]) if "text_b" in ds.column_names else None
+        ids = tokenizer(list(ds["text_a"]), pair)["input_ids"]
         lengths += [{"split": split, "tokens": len(x)} for x in ids]
     lengths = pd.DataFrame(lengths)
     summary = lengths.groupby("split")["tokens"].describe(percentiles=[0.5, 0.95])

@@ -14,9 +14,8 @@ def did_you_mean(name: str, valid) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-class UnknownNameError(KeyError):
-    def __str__(self) -> str:  # KeyError would quote the whole message
-        return str(self.args[0])
+class UnknownNameError(ValueError):
+    """A name not in a registry (a ValueError, so pydantic validators report it as a bad value)."""
 
 
 class Registry(Generic[T]):

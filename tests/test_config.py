@@ -1,0 +1,46 @@
+import pytest
+
+from adaptstudy.config import ConfigError, FinetuneConfig, validate
+from adaptstudy.notebook import parameters
+
+
+def test_run_id_is_stable_and_changes_with_any_setting():
+    a = FinetuneConfig(task="mrpc", method="houlsby", adapter_size=64)
+    assert a.run_id == FinetuneConfig(task="mrpc", method="houlsby", adapter_size=64).run_id
+    # defaults resolved: an explicit default is the same run
+    assert a.run_id == FinetuneConfig(task="mrpc", method="houlsby", adapter_size=64, learning_rate=1e-3).run_id
+    assert a.run_id != FinetuneConfig(task="mrpc", method="houlsby", adapter_size=8).run_id
+    assert a.run_id != FinetuneConfig(task="mrpc", method="houlsby", adapter_size=64, seed=1).run_id
+    # where data and results live is not part of the run
+    assert a.run_id == FinetuneConfig(task="mrpc", method="houlsby", adapter_size=64, data_dir="/x", results_dir="/y").run_id
+
+
+def test_adapter_methods_get_their_default_size():
+    assert FinetuneConfig(method="houlsby").resolved().adapter_size == 64
+    assert FinetuneConfig(method="full").resolved().adapter_size is None
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"lerning_rate": 1e-3}, r"unknown parameter 'lerning_rate' \(did you mean 'learning_rate'\?\)"),
+        ({"method": "full", "adapter_size": 64}, r"adapter_size=64 does not apply to method 'full'"),
+        ({"num_train_epochs": "three"}, r"parameter num_train_epochs: .*\(got 'three'\)"),
+        ({"batch_size": 0}, r"parameter batch_size: Input should be greater than or equal to 1"),
+        ({"task": "imbd"}, r"unknown task 'imbd'.*valid: cola"),
+        ({"backbone": "minilm"}, r"unknown backbone 'minilm' .*valid: .*minilm-l6"),
+    ],
+)
+def test_bad_parameters_are_one_clear_error(values, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(FinetuneConfig, values)
+
+
+def test_notebook_parameters_reject_undeclared_names():
+    declared = {"In", "Out", "task", "seed"}
+    namespace = {"In": [], "Out": {}, "task": "mrpc", "seed": 3, "sed": 4, "_private": 1}
+    with pytest.raises(ConfigError, match=r"unknown notebook parameter 'sed' \(did you mean 'seed'\?\)"):
+        parameters(namespace, declared, FinetuneConfig)
+    del namespace["sed"]
+    config = parameters(namespace | {"config": None}, declared, FinetuneConfig, outputs=["config"])
+    assert (config.task, config.seed) == ("mrpc", 3)

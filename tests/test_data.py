@@ -1,0 +1,144 @@
+import json
+
+import pytest
+
+from adaptstudy.data import (
+    TASKS,
+    DataNotFoundError,
+    MalformedDataError,
+    load_task,
+    register_task,
+    resolve_task,
+    subsample,
+)
+from adaptstudy.registry import UnknownNameError
+
+# Split sizes and label sets as the mirror's README gives them.
+GLUE = {
+    "cola": (8551, 1043, {0, 1}),
+    "sst2": (67349, 872, {0, 1}),
+    "mrpc": (3668, 408, {0, 1}),
+    "stsb": (5749, 1500, None),
+    "rte": (2490, 277, {0, 1}),
+    "wnli": (635, 71, {0, 1}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GLUE))
+def test_glue_task_loads_with_published_counts_and_labels(name, data_dir):
+    n_train, n_dev, labels = GLUE[name]
+    splits = load_task(name, data_dir)
+    assert (len(splits["train"]), len(splits["dev"])) == (n_train, n_dev)
+    spec = resolve_task(name)
+    for split in ("train", "dev"):
+        ds = splits[split]
+        assert all(t.strip() for t in ds["text_a"])
+        assert ("text_b" in ds.column_names) == (len(spec.text_fields) == 2)
+        if labels is None:
+            assert 0.0 <= min(ds["label"]) and max(ds["label"]) <= 5.0
+        else:
+            assert set(ds["label"]) == labels
+
+
+def test_quotes_are_kept_verbatim(data_dir):
+    # MRPC dev row 1 starts with a quote; with csv quoting on it would swallow the tab-separated rest.
+    dev = load_task("mrpc", data_dir)["dev"]
+    assert dev[0]["text_b"].startswith('" The foodservice pie business')
+    assert dev[0]["label"] == 1
+
+
+def test_rte_string_labels_map_in_hub_order(data_dir):
+    first = load_task("rte", data_dir)["train"][0]
+    assert first["text_b"] == "Weapons of Mass Destruction Found in Iraq."
+    assert first["label"] == resolve_task("rte").labels.index("not_entailment") == 1
+
+
+def test_subsampling_is_seeded_and_stable(data_dir):
+    train = load_task("rte", data_dir)["train"]
+    a = list(subsample(train, 100, seed=3)["text_a"])
+    assert a == list(subsample(train, 100, seed=3)["text_a"])
+    assert a != list(subsample(train, 100, seed=4)["text_a"])
+    assert len(set(a)) == 100
+    assert len(subsample(train, 10**6, seed=0)) == len(train)
+    assert len(load_task("rte", data_dir, max_train_examples=50)["train"]) == 50
+
+
+def test_custom_jsonl_task_from_a_mapping(data_dir):
+    spec = {
+        "name": "chemprot-custom",
+        "format": "jsonl",
+        "files": {"train": "dsp/chemprot/train.jsonl", "dev": "dsp/chemprot/dev.jsonl"},
+        "text_fields": ["text"],
+        "label_field": "label",
+        "labels": ["ACTIVATOR", "AGONIST", "AGONIST-ACTIVATOR", "AGONIST-INHIBITOR", "ANTAGONIST",
+                   "DOWNREGULATOR", "INDIRECT-DOWNREGULATOR", "INDIRECT-UPREGULATOR", "INHIBITOR",
+                   "PRODUCT-OF", "SUBSTRATE", "SUBSTRATE_PRODUCT-OF", "UPREGULATOR"],
+        "metrics": ["micro_f1", "macro_f1"],
+        "main_metric": "micro_f1",
+    }  # fmt: skip
+    splits = load_task(spec, data_dir)
+    assert (len(splits["train"]), len(splits["dev"])) == (4169, 2427)
+    assert len(set(splits["train"]["label"])) == 13
+
+
+def test_unknown_task_lists_valid_names():
+    with pytest.raises(UnknownNameError, match=r"unknown task 'rtee' \(did you mean 'rte'\?\); valid: cola, .*wnli"):
+        load_task("rtee")
+
+
+def test_missing_data_names_the_directory_and_the_setting(tmp_path):
+    with pytest.raises(DataNotFoundError, match=rf"{tmp_path}.*ADAPTSTUDY_DATA"):
+        load_task("rte", tmp_path)
+
+
+def _tsv_task(tmp_path, body: str, labels=("a", "b")):
+    (tmp_path / "t").mkdir(exist_ok=True)
+    (tmp_path / "t" / "train.tsv").write_text("text\tlabel\n" + body)
+    (tmp_path / "t" / "test.tsv").write_text("text\tlabel\nheld out\tb\n")
+    return {
+        "name": "tiny",
+        "format": "tsv",
+        "files": {"train": "t/train.tsv", "test": "t/test.tsv"},
+        "text_fields": ["text"],
+        "label_field": "label",
+        "labels": list(labels),
+        "metrics": ["accuracy"],
+        "main_metric": "accuracy",
+    }
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("good\ta\nbad row without tab\n", r"train.tsv:3: expected 2 columns"),
+        ("good\ta\nfine\tc\n", r"train.tsv:3: label 'c' is not one of \['a', 'b'\]"),
+        ("good\ta\n  \tb\n", r"train.tsv:3: empty text"),
+        ("x\ta\ty\n", r"train.tsv:2: expected 2 columns"),
+    ],
+)
+def test_malformed_rows_name_file_and_line(tmp_path, body, message):
+    with pytest.raises(MalformedDataError, match=message):
+        load_task(_tsv_task(tmp_path, body), tmp_path)
+
+
+def test_malformed_jsonl_names_line(tmp_path):
+    rows = [{"text": "ok", "label": "a"}, {"text": "no label"}]
+    (tmp_path / "d.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    spec = {"name": "j", "format": "jsonl", "files": {"train": "d.jsonl", "dev": "d.jsonl"}, "text_fields": ["text"],
+            "label_field": "label", "labels": ["a"], "metrics": ["accuracy"], "main_metric": "accuracy"}  # fmt: skip
+    with pytest.raises(MalformedDataError, match=r"d.jsonl:2: no label field 'label'"):
+        load_task(spec, tmp_path)
+
+
+def test_a_registered_custom_task_is_found_by_name(tmp_path):
+    spec = register_task(_tsv_task(tmp_path, "one\ta\ntwo\tb\n") | {"name": "tiny-registered"})
+    assert "tiny-registered" in TASKS
+    assert load_task("tiny-registered", tmp_path)["train"]["label"] == [0, 1]
+    assert spec.eval_split == "test"
+
+
+def test_a_task_without_an_evaluation_split_is_rejected():
+    spec = {"name": "x", "format": "jsonl", "files": {"train": "a.jsonl"}, "text_fields": ["t"],
+            "label_field": "l", "labels": ["a"], "metrics": ["accuracy"], "main_metric": "accuracy"}  # fmt: skip
+    with pytest.raises(ValueError, match="needs a 'train' split and an evaluation split"):
+        resolve_task(spec)

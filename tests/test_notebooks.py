@@ -1,0 +1,93 @@
+"""The notebooks, run headless by papermill on smoke parameters, as a user would run them."""
+
+import json
+from pathlib import Path
+
+import nbformat
+import papermill as pm
+import pytest
+import yaml
+
+from adaptstudy.config import FinetuneConfig
+from adaptstudy.results import REQUIRED_FIELDS
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def run(name: str, out: Path, **parameters):
+    return pm.execute_notebook(
+        ROOT / "notebooks" / name, out, parameters=parameters, cwd=ROOT, kernel_name="python3", progress_bar=False
+    )
+
+
+def smoke(name: str) -> dict:
+    return yaml.safe_load((ROOT / "params" / "smoke" / name).read_text())
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_notebooks_have_no_outputs_and_one_parameters_cell(path):
+    nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code)
+    assert sum("parameters" in c.metadata.get("tags", []) for c in nb.cells) == 1
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    results = tmp_path_factory.mktemp("results")
+    out = tmp_path_factory.mktemp("out") / "04.ipynb"
+    run("04_finetune.ipynb", out, **smoke("finetune.yaml"), results_dir=str(results))
+    return results, out
+
+
+def test_finetune_notebook_writes_one_valid_record(smoke_run):
+    results, _ = smoke_run
+    files = list(results.glob("*.json"))
+    assert len(files) == 1
+    record = json.loads(files[0].read_text())
+    assert set(REQUIRED_FIELDS) <= set(record)
+    params = smoke("finetune.yaml")
+    assert record["run_id"] == FinetuneConfig(**params).run_id == files[0].stem
+    assert (record["status"], record["task"], record["method"]) == ("ok", "rte", "houlsby")
+    assert 0 <= record["metrics"]["accuracy"] <= 100
+    assert record["train_examples"] == params["max_train_examples"]
+    assert record["trainable_params"] < 0.05 * record["total_params"]
+    assert record["train_examples_per_s"] > 0 and record["peak_rss_mb"] > 0
+    assert record["versions"]["adapters"] and len(record["history"]) == 1
+
+
+def test_finetune_notebook_shows_the_result(smoke_run):
+    _, out = smoke_run
+    nb = nbformat.read(out, as_version=4)
+    shown = "".join(str(o.get("data", {}).get("text/plain", "")) for c in nb.cells for o in c.get("outputs", []))
+    assert "train examples/s" in shown and "dev accuracy" in shown
+
+
+@pytest.mark.parametrize(
+    "parameters, message",
+    [
+        ({"lerning_rate": 1e-3}, r"unknown notebook parameter 'lerning_rate' \(did you mean 'learning_rate'\?\)"),
+        ({"num_train_epochs": "many"}, r"notebook parameter num_train_epochs"),
+        ({"method": "lora2"}, r"unknown method 'lora2'"),
+    ],
+)
+def test_bad_notebook_parameters_fail_before_training(tmp_path, parameters, message):
+    with pytest.raises(pm.PapermillExecutionError, match=message) as err:
+        run("04_finetune.ipynb", tmp_path / "out.ipynb", results_dir=str(tmp_path / "r"), **parameters)
+    assert err.value.ename == "ConfigError"
+    assert not (tmp_path / "r").exists()
+
+
+def test_data_prep_notebook_describes_a_task(tmp_path):
+    nb = run("01_data_prep.ipynb", tmp_path / "01.ipynb", **smoke("data_prep.yaml"))
+    shown = "".join(str(o.get("data", {}).get("text/plain", "")) for c in nb.cells for o in c.get("outputs", []))
+    assert "3668" in shown and "408" in shown  # MRPC train and dev sizes
+    assert any("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+
+
+def test_analysis_notebook_renders_records_beside_published(smoke_run, tmp_path):
+    results, _ = smoke_run
+    nb = run("06_analysis.ipynb", tmp_path / "06.ipynb", results_dir=str(results))
+    html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
+    assert "70.1" in html and "89.3" in html  # Houlsby et al.'s published numbers
