@@ -107,3 +107,30 @@ def plot_comparison(table: pd.DataFrame):
     ax.legend(title=None, loc="lower right", fontsize="small")
     plt.tight_layout()
     return ax
+
+
+def adapter_gap(table: pd.DataFrame, adapter: str = "houlsby-64", tolerance: float = 1.0) -> pd.DataFrame:
+    """Per task: adapters minus full fine-tuning, ours and published, with a plain verdict.
+
+    The claim checked is Houlsby et al.'s: adapters come within a point or so of full fine-tuning
+    (0.4 on average over GLUE). `tolerance` is how far below full fine-tuning still counts as "holds".
+    """
+    rows = []
+    for task, group in table.groupby("task"):
+        by_method = group.set_index("method")
+        if not {"full", adapter} <= set(by_method.index):
+            continue
+        ours = by_method.loc[adapter, "ours_mean"] - by_method.loc["full", "ours_mean"]
+        theirs = by_method.loc[adapter, "published"] - by_method.loc["full", "published"]
+        runs = int(min(by_method.loc[adapter, "runs"], by_method.loc["full", "runs"])) if pd.notna(ours) else 0
+        if pd.isna(ours):
+            verdict = "not run yet"
+        elif ours >= -tolerance:
+            verdict = f"holds (adapters within {tolerance:g} point of full fine-tuning)"
+        else:
+            verdict = f"does not hold (adapters {-ours:.1f} points below full fine-tuning)"
+        if runs == 1 and pd.notna(ours):
+            verdict += "; one seed, so differences of a point or two are within seed noise"
+        rows.append({"task": task, "metric": by_method.loc["full", "metric"], "ours: adapters − full": ours,
+                     "published: adapters − full": theirs, "seeds": runs, "verdict": verdict})  # fmt: skip
+    return pd.DataFrame(rows)

@@ -99,6 +99,7 @@ def finetune(config: FinetuneConfig | Mapping[str, Any], write: bool = True) -> 
         config = validate(FinetuneConfig, config)
     config = config.resolved()
     spec = resolve_task(config.task)
+    record = base_record(config)  # before training: the commit and versions that this run starts from
 
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, set_seed
 
@@ -153,7 +154,6 @@ def finetune(config: FinetuneConfig | Mapping[str, Any], write: bool = True) -> 
     epochs = config.num_train_epochs
     tokens = sum(len(ids) for ids in train_set["input_ids"])
     metrics = {m: history[-1][m] for m in spec.metrics}
-    record = base_record(config)
     record.update(
         status="ok",
         metrics=metrics,
