@@ -50,3 +50,10 @@ def test_readers_skip_temporary_files_and_filter_status(tmp_path):
     assert len(read_records(tmp_path, status=None)) == 2
     frame = records_frame(tmp_path)
     assert frame.loc[0, "metric.accuracy"] == 60.0 and frame.loc[0, "config.adapter_size"] == 64
+
+
+def test_a_write_that_fails_midway_leaves_nothing(tmp_path):
+    record = _record(history=[{"epoch": 1.0}, {"epoch": object()}])  # not JSON: fails after a partial write
+    with pytest.raises(TypeError):
+        write_record(record, tmp_path)
+    assert os.listdir(tmp_path) == []

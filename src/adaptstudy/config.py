@@ -39,6 +39,11 @@ def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "par
         raise ConfigError("; ".join(problems)) from None
 
 
+# Settings added after records were first committed enter the run id only when they are not at their
+# neutral value, so that every earlier run keeps its id.
+NEUTRAL_SINCE_FIRST_RECORDS = {"train_fraction": 1.0}
+
+
 class FinetuneConfig(BaseModel):
     """One fine-tuning run: a (task, method, backbone, seed) and how it is trained."""
 
@@ -62,6 +67,8 @@ class FinetuneConfig(BaseModel):
     weight_decay: float = Field(0.0, ge=0)
     eval_batch_size: int = Field(128, ge=1)
     precision: Literal["auto", "fp32", "bf16"] = "auto"
+    train_fraction: float = Field(1.0, gt=0, le=1, description="share of the (capped) training set; nested across values")
+    checkpoint_every_s: float = Field(300.0, ge=0, description="sweeps: seconds between checkpoints (0: every step)")
 
     @model_validator(mode="after")
     def _known_names(self) -> FinetuneConfig:
@@ -99,7 +106,20 @@ class FinetuneConfig(BaseModel):
 
     def identity(self) -> dict[str, Any]:
         """What makes a run this run: everything but where data and results live."""
-        return self.resolved().model_dump(exclude={"data_dir", "results_dir"})
+        identity = self.resolved().model_dump(exclude={"data_dir", "results_dir", "checkpoint_every_s"})
+        for name, neutral in NEUTRAL_SINCE_FIRST_RECORDS.items():
+            if identity[name] == neutral:
+                del identity[name]
+        return identity
+
+    def train_examples_cap(self) -> int | None:
+        """How many training examples to keep: `train_fraction` of `max_train_examples` (or of the whole set)."""
+        if self.train_fraction == 1.0:
+            return self.max_train_examples
+        from adaptstudy.data import load_task
+
+        total = self.max_train_examples or len(load_task(self.task, self.data_dir)["train"])
+        return max(1, round(self.train_fraction * total))
 
     @property
     def run_id(self) -> str:
@@ -138,3 +158,28 @@ class AnalysisParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     results_dir: str | None = Field(None, description="None: results/ in the project")
+
+
+class BenchmarkParams(BaseModel):
+    """Parameters of the efficiency analysis: which benchmark JSON to show."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    benchmark_json: str | None = Field(None, description="None: benchmarks/results/throughput.json")
+
+    @property
+    def path(self) -> str:
+        from adaptstudy.data import PROJECT_ROOT
+
+        return self.benchmark_json or str(PROJECT_ROOT / "benchmarks" / "results" / "throughput.json")
+
+
+class SweepParams(BaseModel):
+    """Parameters of `05_sweep`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sweep: str
+    results_dir: str | None = Field(None, description="None: results/<study> in the project")
+    data_dir: str | None = None
+    dry_run: bool = False

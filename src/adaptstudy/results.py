@@ -95,6 +95,7 @@ def write_record(record: dict[str, Any], results_dir: str | os.PathLike) -> Path
     target = folder / f"{record['run_id']}.json"
     fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".json", dir=folder)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; a record is a normal, shareable file
         with os.fdopen(fd, "w") as f:
             json.dump(record, f, indent=2, sort_keys=True, allow_nan=False)
             f.write("\n")
@@ -108,10 +109,14 @@ def write_record(record: dict[str, Any], results_dir: str | os.PathLike) -> Path
 
 
 def read_records(results_dir: str | os.PathLike, status: str | None = "ok") -> list[dict[str, Any]]:
-    """Every record under `results_dir` (recursively), optionally only those with `status`."""
+    """Every record under `results_dir` (recursively), optionally only those with `status`.
+
+    Hidden folders (a sweep's `.checkpoints/`) and temporary files are not records.
+    """
+    root = Path(results_dir)
     records = []
-    for path in sorted(Path(results_dir).rglob("*.json")):
-        if path.name.startswith(TMP_PREFIX):
+    for path in sorted(root.rglob("*.json")):
+        if any(part.startswith(".") for part in path.relative_to(root).parts):
             continue
         with open(path) as f:
             record = json.load(f)

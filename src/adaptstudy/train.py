@@ -8,10 +8,12 @@ every epoch for the per-epoch history, and CUDA settings (bf16, TF32) only behin
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 import time
 from datetime import datetime, timezone
-from collections.abc import Mapping
+from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -93,8 +95,55 @@ def epoch_history(log_history: list[dict], metrics: list[str]) -> list[dict[str,
     return [r for _, r in sorted(rows.items()) if len(r) > 1]
 
 
-def finetune(config: FinetuneConfig | Mapping[str, Any], write: bool = True) -> dict[str, Any]:
-    """Train, evaluate, and return the run's record (also written to `results_dir` unless `write` is off)."""
+def sort_by_length(dataset):
+    """Evaluation order by length, so each batch pads only to its own longest (metrics ignore order)."""
+    lengths = [len(ids) for ids in dataset["input_ids"]]
+    return dataset.select(np.argsort(lengths, kind="stable").tolist())
+
+
+class TimedCheckpoints:
+    """Ask the Trainer to save a checkpoint every `every_s` seconds of training (0: every step)."""
+
+    def __new__(cls, every_s: float):
+        from transformers import TrainerCallback
+
+        class _Timed(TrainerCallback):
+            def __init__(self):
+                self.last = time.monotonic()
+
+            def on_step_end(self, args, state, control, **kwargs):
+                if time.monotonic() - self.last >= every_s:
+                    control.should_save = True
+                    self.last = time.monotonic()
+
+        return _Timed()
+
+
+class _RaiseOnNonFiniteLoss:
+    def __new__(cls):
+        from transformers import TrainerCallback
+
+        class _Check(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                loss = (logs or {}).get("loss")
+                if loss is not None and not math.isfinite(loss):
+                    raise NonFiniteLossError(f"training loss is {loss} at step {state.global_step}")
+
+        return _Check()
+
+
+def finetune(
+    config: FinetuneConfig | Mapping[str, Any],
+    write: bool = True,
+    callbacks: Sequence[Any] = (),
+    checkpoint_dir: str | os.PathLike | None = None,
+) -> dict[str, Any]:
+    """Train, evaluate, and return the run's record (also written to `results_dir` unless `write` is off).
+
+    With `checkpoint_dir`, a checkpoint is saved there every `config.checkpoint_every_s` seconds and
+    a rerun resumes from the last one (the record says from which step). `callbacks` are
+    `transformers.TrainerCallback`s (the throughput benchmark times steps with one).
+    """
     if not isinstance(config, FinetuneConfig):
         config = validate(FinetuneConfig, config)
     config = config.resolved()
@@ -102,18 +151,21 @@ def finetune(config: FinetuneConfig | Mapping[str, Any], write: bool = True) -> 
     record = base_record(config)  # before training: the commit and versions that this run starts from
 
     from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, set_seed
+    from transformers.trainer_utils import get_last_checkpoint
 
     set_seed(config.seed)
-    splits = load_task(spec, config.data_dir, config.max_train_examples, config.data_seed)
+    splits = load_task(spec, config.data_dir, config.train_examples_cap(), config.data_seed)
     tokenizer = load_tokenizer(config.backbone)
     encoded = tokenize_task(splits, tokenizer, config.max_seq_length)
-    train_set, eval_set = encoded["train"], encoded[spec.eval_split]
+    train_set, eval_set = encoded["train"], sort_by_length(encoded[spec.eval_split])
     model = build_model(config, spec)
     counts = count_parameters(model)
 
     with tempfile.TemporaryDirectory(prefix="adaptstudy-") as scratch:
+        output_dir = Path(checkpoint_dir) if checkpoint_dir else Path(scratch)
+        resume = get_last_checkpoint(str(output_dir)) if checkpoint_dir and output_dir.is_dir() else None
         args = TrainingArguments(
-            output_dir=scratch,
+            output_dir=str(output_dir),
             learning_rate=config.learning_rate,
             num_train_epochs=config.num_train_epochs,
             per_device_train_batch_size=config.batch_size,
@@ -123,14 +175,19 @@ def finetune(config: FinetuneConfig | Mapping[str, Any], write: bool = True) -> 
             lr_scheduler_type="linear",
             eval_strategy="epoch",
             logging_strategy="epoch",
-            save_strategy="no",
+            logging_nan_inf_filter=False,  # a NaN loss must fail the run, not vanish from the average
+            save_strategy="steps" if checkpoint_dir else "no",
+            save_steps=10**9,  # checkpoints come from TimedCheckpoints, by wall time
+            save_total_limit=1,
             group_by_length=True,
+            optim="adamw_torch_fused",  # one fused kernel: ~8x faster than the per-tensor loop on CPU
             seed=config.seed,
             data_seed=config.data_seed,
             report_to=[],
             dataloader_num_workers=0,
             **device_settings(config.precision),
         )
+        own = [_RaiseOnNonFiniteLoss()] + ([TimedCheckpoints(config.checkpoint_every_s)] if checkpoint_dir else [])
         trainer = Trainer(
             model=model,
             args=args,
@@ -138,20 +195,24 @@ def finetune(config: FinetuneConfig | Mapping[str, Any], write: bool = True) -> 
             eval_dataset=eval_set,
             data_collator=DataCollatorWithPadding(tokenizer),
             compute_metrics=_metric_fn(spec),
+            callbacks=own + list(callbacks),
         )
         start = time.perf_counter()
-        train_output = trainer.train()
+        train_output = trainer.train(resume_from_checkpoint=resume)
         wall = time.perf_counter() - start
         history = epoch_history(trainer.state.log_history, spec.metrics)
         if not history or not all(m in history[-1] for m in spec.metrics) or history[-1]["epoch"] < config.num_train_epochs - 1e-6:
             final = trainer.evaluate()
             history.append({"epoch": config.num_train_epochs, **{m: final[f"eval_{m}"] for m in spec.metrics}})
+        total_steps = trainer.state.global_step
     if not math.isfinite(train_output.training_loss):
         raise NonFiniteLossError(f"training loss is {train_output.training_loss}")
 
+    resumed_step = int(Path(resume).name.split("-")[-1]) if resume else None
+    share_run_here = 1.0 - (resumed_step or 0) / max(total_steps, 1)
     eval_time = sum(row.get("eval_runtime_s", 0.0) for row in history)
     train_time = max(wall - eval_time, 1e-9)
-    epochs = config.num_train_epochs
+    epochs = config.num_train_epochs * share_run_here
     tokens = sum(len(ids) for ids in train_set["input_ids"])
     metrics = {m: history[-1][m] for m in spec.metrics}
     record.update(
@@ -171,10 +232,10 @@ def finetune(config: FinetuneConfig | Mapping[str, Any], write: bool = True) -> 
         peak_rss_mb=peak_rss_mb(),
         device="cuda" if torch.cuda.is_available() else "cpu",
         torch_threads=torch.get_num_threads(),
+        resumed_from_step=resumed_step,
         history=history,
         finished_at=datetime.now(timezone.utc).isoformat(),
     )
     if write:
         write_record(record, resolve_results_dir(config.results_dir))
     return record
-

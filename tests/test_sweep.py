@@ -1,0 +1,153 @@
+"""Sweeps that survive: validation before training, skipping, failures, kills, resume, determinism."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from adaptstudy import sweep as sw
+from adaptstudy.config import ConfigError, FinetuneConfig
+from adaptstudy.train import finetune
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = {"task": "rte", "backbone": "minilm-l6", "num_train_epochs": 1, "max_train_examples": 32,
+        "max_seq_length": 48, "batch_size": 16, "eval_batch_size": 64}  # fmt: skip
+
+
+def write_grid(path: Path, axes: dict, fixed: dict | None = None, **extra) -> Path:
+    path.write_text(yaml.safe_dump({"study": "t", "fixed": {**TINY, **(fixed or {})}, "axes": axes, **extra}))
+    return path
+
+
+def records(folder: Path) -> dict[str, dict]:
+    out = {}
+    for p in folder.iterdir():
+        assert not p.name.startswith(".tmp-"), f"leftover temporary file {p}"
+        if p.suffix == ".json":
+            out[p.stem] = json.loads(p.read_text())  # every file parses: none is half-written
+    return out
+
+
+def test_grid_expands_per_method_axes(tmp_path):
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [0, 1], "method": {"full": {}, "houlsby": {"adapter_size": [8, 64]}}})
+    p = sw.plan(grid, tmp_path / "r")
+    assert len(p.cells) == 6 and {c.status for c in p.cells} == {"todo"}
+    assert sorted((c.config.method, c.config.adapter_size, c.config.seed) for c in p.cells)[:2] == [
+        ("full", None, 0), ("full", None, 1)]  # fmt: skip
+    assert len({c.run_id for c in p.cells}) == 6
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ({"study": "t", "axes": {"seed": [0]}, "fixd": {}}, r"unknown sweep key .*'fixd' \(did you mean 'fixed'\?\)"),
+        ({"study": "t", "axes": {}}, r"axes: .*at least 1 item"),
+        ({"study": "t", "axes": {"seed": []}}, r"axis 'seed' is empty"),
+        ({"study": "t", "fixed": {"lerning_rate": 1e-3}, "axes": {"seed": [0]}}, r"cell 1 .*unknown setting 'lerning_rate' \(did you mean 'learning_rate'\?\)"),
+        ({"study": "t", "fixed": {"method": "full"}, "axes": {"adapter_size": [8]}}, r"adapter_size=8 does not apply to method 'full'"),
+        ({"study": "t", "axes": {"seed": ["zero"]}}, r"setting seed: .*\(got 'zero'\)"),
+        ({"study": "t", "axes": {"seed": [0, 0]}}, r"cells 1 and 2 are the same run"),
+        ("- just a list", r"expected a mapping"),
+    ],
+)
+def test_bad_grids_are_one_clear_error_before_anything_runs(tmp_path, content, message):
+    path = tmp_path / "g.yaml"
+    path.write_text(content if isinstance(content, str) else yaml.safe_dump(content))
+    with pytest.raises(ConfigError, match=message):
+        sw.plan(path, tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
+
+def test_yaml_is_data_not_code(tmp_path):
+    path = tmp_path / "g.yaml"
+    path.write_text("study: t\naxes: {seed: !!python/object/apply:os.system ['echo pwned']}\n")
+    with pytest.raises(yaml.constructor.ConstructorError):
+        sw.plan(path, tmp_path / "r")
+
+
+def test_a_failing_cell_is_recorded_and_the_others_run_and_a_rerun_retries_it(tmp_path, data_dir):
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "train.tsv").write_text("sentence\tlabel\ngood\t0\nno label column\n")
+    (bad / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n")
+    broken = {"name": "broken", "format": "tsv", "files": {"train": str(bad / "train.tsv"), "dev": str(bad / "dev.tsv")},
+              "text_fields": ["sentence"], "label_field": "label", "labels": ["0", "1"],
+              "metrics": ["accuracy"], "main_metric": "accuracy"}  # fmt: skip
+    grid = write_grid(tmp_path / "g.yaml", {"task": [broken, "rte"]}, fixed={"method": "houlsby", "adapter_size": 8})
+    p = sw.run(sw.plan(grid, tmp_path / "r"), progress=False)
+    assert [c.status for c in p.cells] == ["failed", "ok"]
+    with pytest.raises(sw.SweepFailed, match=r"1 of 2 cells failed .*MalformedDataError.*train.tsv:3"):
+        p.raise_if_failed()
+    saved = records(tmp_path / "r")
+    failed = saved[p.cells[0].run_id]
+    assert failed["status"] == "failed" and "MalformedDataError" in failed["traceback"]
+    assert saved[p.cells[1].run_id]["status"] == "ok"
+    again = sw.plan(grid, tmp_path / "r")
+    assert [c.status for c in again.cells] == ["todo", "done"]  # the failed cell is retried, the ok one skipped
+
+
+def test_same_config_and_seed_give_the_same_metrics(tmp_path, data_dir):
+    config = FinetuneConfig(**TINY, method="houlsby", adapter_size=8, seed=3)
+    a, b = finetune(config, write=False), finetune(config, write=False)
+    assert a["metrics"]["accuracy"] == pytest.approx(b["metrics"]["accuracy"], abs=1e-6)
+    assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-6)
+
+
+def _sweep_process(grid: Path, results: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(results)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def _wait_for(condition, timeout: float, proc: subprocess.Popen):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, "the sweep ended before it could be killed"
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_sigkill_in_a_cell_then_rerun_gives_the_uninterrupted_records(tmp_path, data_dir):
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [0, 1, 2]}, fixed={"method": "houlsby", "adapter_size": 8})
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    assert subprocess.run([sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(clean)],
+                          capture_output=True).returncode == 0  # fmt: skip
+
+    proc = _sweep_process(grid, killed)
+    _wait_for(lambda: len(list(killed.glob("*.json"))) >= 1, 300, proc)
+    time.sleep(2.0)  # into the second cell
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = records(killed)
+    assert 1 <= len(partial) < 3 and all(r["status"] == "ok" for r in partial.values())
+
+    assert _sweep_process(grid, killed).wait() == 0
+    done, reference = records(killed), records(clean)
+    assert set(done) == set(reference) and len(done) == 3
+    for run_id, record in done.items():
+        assert record["status"] == "ok"
+        assert record["metrics"] == pytest.approx(reference[run_id]["metrics"], abs=1e-6)
+
+
+def test_a_killed_long_cell_resumes_from_its_checkpoint(tmp_path, data_dir):
+    fixed = {"method": "houlsby", "adapter_size": 8, "max_train_examples": 96, "batch_size": 8, "checkpoint_every_s": 0}
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [5]}, fixed=fixed)
+    results = tmp_path / "r"
+    proc = _sweep_process(grid, results)
+    _wait_for(lambda: any(results.glob(".checkpoints/*/checkpoint-*/trainer_state.json")), 300, proc)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not list(results.glob("*.json"))
+    assert _sweep_process(grid, results).wait() == 0
+    (record,) = records(results).values()
+    assert record["status"] == "ok" and record["resumed_from_step"] >= 1
+    assert not (results / ".checkpoints").exists()
+    uninterrupted = finetune(FinetuneConfig(**TINY | fixed, seed=5), write=False)
+    assert record["metrics"]["accuracy"] == pytest.approx(uninterrupted["metrics"]["accuracy"], abs=1e-6)
