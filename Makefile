@@ -10,7 +10,7 @@ export ADAPTSTUDY_DATA
 PAPERMILL := $(BIN)/papermill --log-level WARNING
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test smoke book reproduce-foundation clean
+.PHONY: setup test smoke book benchmark reproduce-foundation clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,11 @@ smoke: setup
 	$(PAPERMILL) notebooks/01_data_prep.ipynb /tmp/adaptstudy-smoke/01.ipynb -f params/smoke/data_prep.yaml
 	$(PAPERMILL) notebooks/04_finetune.ipynb /tmp/adaptstudy-smoke/04.ipynb -f params/smoke/finetune.yaml -p results_dir /tmp/adaptstudy-smoke/results
 	$(PAPERMILL) notebooks/06_analysis.ipynb /tmp/adaptstudy-smoke/06.ipynb
+	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb /tmp/adaptstudy-smoke/06e.ipynb
+
+# The throughput benchmark (issue: fast training); --quick takes a few minutes.
+benchmark: setup
+	$(BIN)/python benchmarks/throughput.py
 
 # The committed foundation runs (about an hour on 2 CPU cores); a finished run is not redone.
 FOUNDATION := $(wildcard params/cpu/finetune_*.yaml)
@@ -44,6 +49,7 @@ reproduce-foundation: setup
 book: setup
 	mkdir -p book/generated
 	$(PAPERMILL) notebooks/06_analysis.ipynb book/generated/06_analysis.ipynb -p results_dir $(CURDIR)/results/foundation
+	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb book/generated/06_analysis_efficiency.ipynb
 	$(BIN)/jupyter-book build book --quiet
 	@echo "report: book/_build/html/index.html"
 

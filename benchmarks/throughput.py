@@ -1,0 +1,336 @@
+"""Throughput of our training paths against the stock recipes, and against this machine's limit.
+
+One process, one run: for each row the stock recipe and our path train the same backbone, task,
+method, batch size and number of steps, one after the other, on real data from the mirror.
+
+- Classification (SST-2, MRPC; `full`, `houlsby`): stock = `Trainer`/`AdapterTrainer` with every
+  example padded to 128 tokens, as the `adapters` GLUE example does; ours = `adaptstudy.train.finetune`.
+  Both then train one epoch on the same examples and report the dev metric.
+- MLM (IMDb review text): stock = `BertForMaskedLM` + `DataCollatorForLanguageModeling` (15%),
+  one review per row, padded to the longest in the batch, logits at every position; ours = packed
+  rows and the vocabulary projection at masked positions only (`adaptstudy.pretrain`).
+- Machine limit: the fp32 matmul peak, and each path's model FLOP utilization (MFU).
+
+Throughput is the median over timed steps (after warm-up steps); useful tokens are non-pad tokens.
+Peak memory is the highest RSS sampled while a path runs, after returning freed memory to the OS.
+
+    python benchmarks/throughput.py --quick          # a few minutes: step times only
+    python benchmarks/throughput.py                  # + one epoch each for the dev metric; writes JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import torch
+from transformers import (
+    AutoModelForMaskedLM,
+    AutoModelForSequenceClassification,
+    DataCollatorForLanguageModeling,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+    default_data_collator,
+)
+from transformers.utils import logging as hf_logging
+
+from adaptstudy.backbones import load_tokenizer, resolve_backbone
+from adaptstudy.config import FinetuneConfig
+from adaptstudy.data import load_task, resolve_task
+from adaptstudy.methods import METHODS
+from adaptstudy.pretrain import MaskedPositionsMLM, pack_texts
+from adaptstudy.results import versions
+from adaptstudy.train import _metric_fn, finetune
+
+hf_logging.set_verbosity_error()
+BACKBONE = "minilm-l6"
+STOCK_LENGTH = 128
+LEARNING_RATES = {"full": 5e-5, "houlsby": 5e-4}
+
+
+class StepTimer(TrainerCallback):
+    """Wall time of every optimizer step (forward, backward, update)."""
+
+    def __init__(self):
+        self.times: list[float] = []
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.times.append(time.perf_counter() - self._start)
+
+    def median(self, warmup: int) -> float:
+        timed = self.times[warmup:] or self.times
+        return statistics.median(timed)
+
+
+class PeakRSS:
+    """Highest resident memory of this process while the block runs (sampled every 20 ms)."""
+
+    def __enter__(self):
+        gc.collect()
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except OSError:
+            pass
+        self._proc, self.peak, self._stop = psutil.Process(), 0, threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._proc.memory_info().rss)
+            time.sleep(0.02)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak_mb = self.peak / 2**20
+
+
+def matmul_peak(dtype=torch.float32, n: int = 2048, reps: int = 20) -> float:
+    """FLOP/s of an n x n matmul, the best of `reps`."""
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(reps))
+    return 2 * n**3 / best
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def non_embedding_params(model) -> tuple[int, int]:
+    """(trainable, frozen) parameters outside the embeddings and the tied MLM decoder."""
+    trainable = frozen = 0
+    for name, p in model.named_parameters():
+        if "embeddings" in name or "decoder" in name:
+            continue
+        if p.requires_grad:
+            trainable += p.numel()
+        else:
+            frozen += p.numel()
+    return trainable, frozen
+
+
+def train_flops_per_token(model, seq_len: float, mlm_decoder: float = 0.0) -> float:
+    """6 FLOPs per trainable and 4 per frozen non-embedding weight (no weight gradient), plus
+    attention (12 * layers * seq_len * hidden), plus the MLM decoder at the masked share of tokens."""
+    trainable, frozen = non_embedding_params(model)
+    cfg = model.config
+    attention = 12 * cfg.num_hidden_layers * seq_len * cfg.hidden_size
+    decoder = 6 * cfg.vocab_size * cfg.hidden_size * mlm_decoder
+    return 6 * trainable + 4 * frozen + attention + decoder
+
+
+def _args(scratch, batch_size, lr, epochs=1.0, max_steps=-1, **kw) -> TrainingArguments:
+    return TrainingArguments(
+        output_dir=scratch, per_device_train_batch_size=batch_size, per_device_eval_batch_size=64,
+        learning_rate=lr, num_train_epochs=epochs, max_steps=max_steps, warmup_ratio=0.1,
+        eval_strategy="no", save_strategy="no", logging_strategy="no", report_to=[], use_cpu=True,
+        seed=42, dataloader_num_workers=0, disable_tqdm=True, **kw,
+    )  # fmt: skip
+
+
+def stock_classification(task, method, n_train, batch_size, evaluate):
+    """What an `adapters` user runs: pad every example to 128, Trainer/AdapterTrainer, fp32."""
+    spec = resolve_task(task)
+    splits = load_task(task, max_train_examples=n_train)
+    tok = load_tokenizer(BACKBONE)
+
+    def encode(b):
+        pair = b["text_b"] if "text_b" in b else None
+        return tok(b["text_a"], pair, padding="max_length", truncation=True, max_length=STOCK_LENGTH)
+
+    enc = splits.map(encode, batched=True, remove_columns=[c for c in ("text_a", "text_b") if c in splits["train"].column_names])
+    config = FinetuneConfig(task=task, method=method, adapter_size=64 if method == "houlsby" else None).resolved()
+    model = AutoModelForSequenceClassification.from_pretrained(resolve_backbone(BACKBONE), num_labels=spec.num_labels)
+    model = METHODS.get(method).apply(model, config)
+    trainer_cls = Trainer
+    if method == "houlsby":
+        from adapters import AdapterTrainer
+
+        trainer_cls = AdapterTrainer
+    timer = StepTimer()
+    with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
+        trainer = trainer_cls(
+            model=model, args=_args(scratch, batch_size, LEARNING_RATES[method]),
+            train_dataset=enc["train"], eval_dataset=enc[spec.eval_split],
+            data_collator=default_data_collator, compute_metrics=_metric_fn(spec), callbacks=[timer],
+        )  # fmt: skip
+        trainer.train()
+        metric = trainer.evaluate()[f"eval_{spec.main_metric}"] if evaluate else None
+    useful = float(np.mean([sum(m) for m in enc["train"]["attention_mask"]]))
+    return timer, mem.peak_mb, metric, useful, model
+
+
+def ours_classification(task, method, n_train, batch_size, evaluate):
+    spec = resolve_task(task)
+    config = FinetuneConfig(
+        task=task, method=method, adapter_size=64 if method == "houlsby" else None, seed=42,
+        learning_rate=LEARNING_RATES[method], num_train_epochs=1, max_train_examples=n_train, batch_size=batch_size,
+    )  # fmt: skip
+    timer = StepTimer()
+    with PeakRSS() as mem:
+        record = finetune(config, write=False, callbacks=[timer])
+    metric = record["metrics"][spec.main_metric] if evaluate else None
+    useful = record["train_tokens_per_s"] / record["train_examples_per_s"]
+    return timer, mem.peak_mb, metric, useful, record
+
+
+def imdb_texts(n: int) -> list[str]:
+    path = Path(os.environ.get("ADAPTSTUDY_DATA", "data")) / "imdb" / "train.jsonl"
+    with open(path) as f:
+        return [json.loads(line)["text"] for _, line in zip(range(n), f)]
+
+
+def stock_mlm(texts, max_len, steps, batch_size):
+    """BertForMaskedLM + DataCollatorForLanguageModeling: one review per row, logits everywhere."""
+    from datasets import Dataset
+
+    tok = load_tokenizer(BACKBONE)
+    model = AutoModelForMaskedLM.from_pretrained(resolve_backbone(BACKBONE), use_safetensors=True)
+    ds = Dataset.from_dict({"text": texts}).map(
+        lambda b: tok(b["text"], truncation=True, max_length=max_len), batched=True, remove_columns=["text"]
+    )
+    timer = StepTimer()
+    with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
+        Trainer(
+            model=model, args=_args(scratch, batch_size, 1e-4, max_steps=steps), train_dataset=ds,
+            data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15), callbacks=[timer],
+        ).train()  # fmt: skip
+    useful_per_row = float(np.mean([len(x) for x in ds["input_ids"]]))
+    return timer, mem.peak_mb, useful_per_row, model
+
+
+def ours_mlm(texts, max_len, steps, batch_size):
+    tok = load_tokenizer(BACKBONE)
+    model = MaskedPositionsMLM(AutoModelForMaskedLM.from_pretrained(resolve_backbone(BACKBONE), use_safetensors=True))
+    ds = pack_texts(texts, tok, max_len, drop_last=True)
+    timer = StepTimer()
+    with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
+        Trainer(
+            model=model, args=_args(scratch, batch_size, 1e-4, max_steps=steps, remove_unused_columns=False),
+            train_dataset=ds, data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15), callbacks=[timer],
+        ).train()  # fmt: skip
+    return timer, mem.peak_mb, float(max_len), model.mlm
+
+
+def run(quick: bool) -> dict:
+    torch.manual_seed(0)
+    warmup = 2 if quick else 3
+    peak32 = matmul_peak(torch.float32, reps=5 if quick else 20)
+    # Without AVX512-BF16/AMX, bf16 matmuls are emulated (about 1 GFLOP/s on an AVX2 machine): keep them small.
+    peak16 = matmul_peak(torch.bfloat16, n=512, reps=2)
+    out = {
+        "machine": {
+            "cpu": _cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "matmul_fp32_flops": peak32, "matmul_bf16_flops": peak16,
+        },
+        "versions": versions(), "quick": quick, "rows": [],
+    }  # fmt: skip
+    print(f"matmul peak: fp32 {peak32 / 1e9:.0f} GFLOP/s, bf16 {peak16 / 1e9:.0f} GFLOP/s", flush=True)
+    batch = 32
+    sizes = {"sst2": 256 if quick else 4000, "mrpc": 256 if quick else None}
+    for task in ("sst2", "mrpc"):
+        for method in ("full", "houlsby"):
+            evaluate = not quick
+            results = {}
+            for path, fn in (("stock", stock_classification), ("ours", ours_classification)):
+                timer, peak_mb, metric, useful, _ = fn(task, method, sizes[task], batch, evaluate)
+                results[path] = (timer, peak_mb, metric, useful)
+            model = _model_for_flops(task, method)
+            _add_rows(out, f"{task}/{method}", results, batch, model, peak32, peak16, warmup)
+    max_len, mlm_batch, steps = 256, 16, (8 if quick else 25)
+    texts = imdb_texts(800 if quick else 2000)
+    results = {}
+    for path, fn in (("stock", stock_mlm), ("ours", ours_mlm)):
+        timer, peak_mb, useful, model = fn(texts, max_len, steps, mlm_batch)
+        results[path] = (timer, peak_mb, None, useful)
+    _add_rows(out, "mlm/imdb", results, mlm_batch, model, peak32, peak16, warmup, mlm=True)
+    return out
+
+
+def _model_for_flops(task, method):
+    config = FinetuneConfig(task=task, method=method, adapter_size=64 if method == "houlsby" else None).resolved()
+    model = AutoModelForSequenceClassification.from_pretrained(resolve_backbone(BACKBONE), num_labels=resolve_task(task).num_labels)
+    return METHODS.get(method).apply(model, config)
+
+
+def _add_rows(out, name, results, batch, model, peak32, peak16, warmup, mlm=False):
+    base = None
+    for path in ("stock", "ours"):
+        timer, peak_mb, metric, useful = results[path]
+        step = timer.median(warmup)
+        ex_s = batch / step
+        tok_s = ex_s * useful
+        flops = train_flops_per_token(model, seq_len=useful, mlm_decoder=0.15 if mlm else 0.0) * tok_s
+        row = {
+            "row": name, "path": path, "batch_size": batch, "timed_steps": len(timer.times) - warmup,
+            "median_step_s": step, "examples_per_s": ex_s, "useful_tokens_per_example": useful,
+            "useful_tokens_per_s": tok_s, "model_flops_per_s": flops, "mfu_fp32": flops / peak32,
+            "mfu_bf16": flops / peak16, "peak_rss_mb": peak_mb, "dev_metric": metric,
+        }  # fmt: skip
+        if path == "stock":
+            base = row
+        else:
+            row["speedup_examples"] = row["examples_per_s"] / base["examples_per_s"]
+            row["speedup_tokens"] = row["useful_tokens_per_s"] / base["useful_tokens_per_s"]
+        out["rows"].append(row)
+        print(_format(row), flush=True)
+
+
+def _format(r) -> str:
+    speed = f" x{r['speedup_tokens']:.2f}" if "speedup_tokens" in r else ""
+    metric = f" dev {r['dev_metric']:.1f}" if r.get("dev_metric") is not None else ""
+    return (
+        f"{r['row']:<14} {r['path']:<5} {r['examples_per_s']:7.1f} ex/s {r['useful_tokens_per_s']:8.0f} tok/s"
+        f"{speed:>7}  MFU {100 * r['mfu_fp32']:4.1f}% fp32  RSS {r['peak_rss_mb']:5.0f} MB{metric}"
+    )
+
+
+def _cpu_name() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="step times only, a few minutes")
+    parser.add_argument("--out", type=Path, help="JSON path (default: benchmarks/results/throughput[-quick].json)")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    start = time.perf_counter()
+    result = run(args.quick)
+    result["wall_s"] = time.perf_counter() - start
+    out = args.out or Path(__file__).parent / "results" / f"throughput{'-quick' if args.quick else ''}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out} in {result['wall_s']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
