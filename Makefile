@@ -10,7 +10,7 @@ export ADAPTSTUDY_DATA
 PAPERMILL := $(BIN)/papermill --log-level WARNING
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test smoke book benchmark reproduce-foundation clean
+.PHONY: setup test smoke book benchmark reproduce-foundation reproduce-houlsby clean
 
 setup: $(STAMP)
 
@@ -32,10 +32,17 @@ smoke: setup
 	$(PAPERMILL) notebooks/04_finetune.ipynb /tmp/adaptstudy-smoke/04.ipynb -f params/smoke/finetune.yaml -p results_dir /tmp/adaptstudy-smoke/results
 	$(PAPERMILL) notebooks/06_analysis.ipynb /tmp/adaptstudy-smoke/06.ipynb
 	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb /tmp/adaptstudy-smoke/06e.ipynb
+	$(PAPERMILL) notebooks/05_sweep.ipynb /tmp/adaptstudy-smoke/05.ipynb -p sweep params/smoke/sweep.yaml -p results_dir /tmp/adaptstudy-smoke/sweep
+	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb /tmp/adaptstudy-smoke/06h.ipynb
 
 # The throughput benchmark (issue: fast training); --quick takes a few minutes.
 benchmark: setup
 	$(BIN)/python benchmarks/throughput.py
+
+# The Houlsby chapter at CPU scale (resumable: rerun to continue; finished runs are skipped).
+HOULSBY_GRIDS := params/cpu/houlsby_lr.yaml $(wildcard params/cpu/houlsby_table1*.yaml) $(wildcard params/cpu/houlsby_[!lt]*.yaml)
+reproduce-houlsby: setup
+	for g in $(HOULSBY_GRIDS); do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
 
 # The committed foundation runs (about an hour on 2 CPU cores); a finished run is not redone.
 FOUNDATION := $(wildcard params/cpu/finetune_*.yaml)
@@ -49,6 +56,7 @@ reproduce-foundation: setup
 book: setup
 	mkdir -p book/generated
 	$(PAPERMILL) notebooks/06_analysis.ipynb book/generated/06_analysis.ipynb -p results_dir $(CURDIR)/results/foundation
+	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb book/generated/06_analysis_houlsby.ipynb
 	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb book/generated/06_analysis_efficiency.ipynb
 	$(BIN)/jupyter-book build book --quiet
 	@echo "report: book/_build/html/index.html"

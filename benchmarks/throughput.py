@@ -5,17 +5,18 @@ method, batch size and number of steps, one after the other, on real data from t
 
 - Classification (SST-2, MRPC; `full`, `houlsby`): stock = `Trainer`/`AdapterTrainer` with every
   example padded to 128 tokens, as the `adapters` GLUE example does; ours = `adaptstudy.train.finetune`.
-  Both then train one epoch on the same examples and report the dev metric.
+  Both train one epoch on the same examples with seeds 0, 1 and 2 and report the mean dev metric.
 - MLM (IMDb review text): stock = `BertForMaskedLM` + `DataCollatorForLanguageModeling` (15%),
   one review per row, padded to the longest in the batch, logits at every position; ours = packed
   rows and the vocabulary projection at masked positions only (`adaptstudy.pretrain`).
 - Machine limit: the fp32 matmul peak, and each path's model FLOP utilization (MFU).
 
 Throughput is the median over timed steps (after warm-up steps); useful tokens are non-pad tokens.
-Peak memory is the highest RSS sampled while a path runs, after returning freed memory to the OS.
+Peak memory is the highest RSS sampled while a path runs above the RSS when it started (after
+garbage collection and returning freed memory to the OS), so rows do not inherit earlier rows' memory.
 
     python benchmarks/throughput.py --quick          # a few minutes: step times only
-    python benchmarks/throughput.py                  # + one epoch each for the dev metric; writes JSON
+    python benchmarks/throughput.py                  # + the dev metric over 3 seeds (about an hour); writes JSON
 """
 
 from __future__ import annotations
@@ -43,14 +44,16 @@ from transformers import (
     TrainerCallback,
     TrainingArguments,
     default_data_collator,
+    set_seed,
 )
 from transformers.utils import logging as hf_logging
 
 from adaptstudy.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.config import FinetuneConfig
 from adaptstudy.data import load_task, resolve_task
+from adaptstudy.device import native_bf16, training_arguments, use_bf16
 from adaptstudy.methods import METHODS
-from adaptstudy.pretrain import MaskedPositionsMLM, pack_texts
+from adaptstudy.pretrain import PRETRAIN_ATTENTION_DROPOUT, load_mlm, pack_texts
 from adaptstudy.results import versions
 from adaptstudy.train import _metric_fn, finetune
 
@@ -58,6 +61,7 @@ hf_logging.set_verbosity_error()
 BACKBONE = "minilm-l6"
 STOCK_LENGTH = 128
 LEARNING_RATES = {"full": 5e-5, "houlsby": 5e-4}
+METRIC_SEEDS = (0, 1, 2)  # the dev metric is a mean over seeds: one run's noise exceeds the 1-point tolerance
 
 
 class StepTimer(TrainerCallback):
@@ -72,13 +76,16 @@ class StepTimer(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         self.times.append(time.perf_counter() - self._start)
 
-    def median(self, warmup: int) -> float:
-        timed = self.times[warmup:] or self.times
-        return statistics.median(timed)
+    @staticmethod
+    def pooled(timers: list["StepTimer"], warmup: int) -> list[float]:
+        """Every run's step times after its own warm-up steps."""
+        return [t for timer in timers for t in timer.times[warmup:]]
 
 
 class PeakRSS:
-    """Highest resident memory of this process while the block runs (sampled every 20 ms)."""
+    """Highest resident memory of this process while the block runs (sampled every 20 ms), and that
+    peak above the memory held when the block started (what the block itself needed: the process
+    also holds what earlier rows loaded)."""
 
     def __enter__(self):
         gc.collect()
@@ -87,6 +94,7 @@ class PeakRSS:
         except OSError:
             pass
         self._proc, self.peak, self._stop = psutil.Process(), 0, threading.Event()
+        self.baseline = self._proc.memory_info().rss
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
         return self
@@ -100,6 +108,7 @@ class PeakRSS:
         self._stop.set()
         self._thread.join()
         self.peak_mb = self.peak / 2**20
+        self.added_mb = (self.peak - self.baseline) / 2**20
 
 
 def matmul_peak(dtype=torch.float32, n: int = 2048, reps: int = 20) -> float:
@@ -139,16 +148,17 @@ def train_flops_per_token(model, seq_len: float, mlm_decoder: float = 0.0) -> fl
     return 6 * trainable + 4 * frozen + attention + decoder
 
 
-def _args(scratch, batch_size, lr, epochs=1.0, max_steps=-1, **kw) -> TrainingArguments:
-    return TrainingArguments(
-        output_dir=scratch, per_device_train_batch_size=batch_size, per_device_eval_batch_size=64,
+def _args(scratch, batch_size, lr, epochs=1.0, max_steps=-1, precision="fp32", **kw) -> TrainingArguments:
+    """The stock recipe's arguments (fp32, the Trainer's defaults); our MLM path adds its own."""
+    return training_arguments(
+        precision, output_dir=scratch, per_device_train_batch_size=batch_size, per_device_eval_batch_size=64,
         learning_rate=lr, num_train_epochs=epochs, max_steps=max_steps, warmup_ratio=0.1,
-        eval_strategy="no", save_strategy="no", logging_strategy="no", report_to=[], use_cpu=True,
-        seed=42, dataloader_num_workers=0, disable_tqdm=True, **kw,
+        eval_strategy="no", save_strategy="no", logging_strategy="no", report_to=[],
+        dataloader_num_workers=0, disable_tqdm=True, **{"seed": 42, **kw},
     )  # fmt: skip
 
 
-def stock_classification(task, method, n_train, batch_size, evaluate):
+def stock_classification(task, method, n_train, batch_size, evaluate, seed):
     """What an `adapters` user runs: pad every example to 128, Trainer/AdapterTrainer, fp32."""
     spec = resolve_task(task)
     splits = load_task(task, max_train_examples=n_train)
@@ -159,7 +169,8 @@ def stock_classification(task, method, n_train, batch_size, evaluate):
         return tok(b["text_a"], pair, padding="max_length", truncation=True, max_length=STOCK_LENGTH)
 
     enc = splits.map(encode, batched=True, remove_columns=[c for c in ("text_a", "text_b") if c in splits["train"].column_names])
-    config = FinetuneConfig(task=task, method=method, adapter_size=64 if method == "houlsby" else None).resolved()
+    config = FinetuneConfig(task=task, method=method, adapter_size=64 if method == "houlsby" else None, seed=seed).resolved()
+    set_seed(seed)  # the new head's init, as Trainer(model_init=...) would
     model = AutoModelForSequenceClassification.from_pretrained(resolve_backbone(BACKBONE), num_labels=spec.num_labels)
     model = METHODS.get(method).apply(model, config)
     trainer_cls = Trainer
@@ -170,20 +181,20 @@ def stock_classification(task, method, n_train, batch_size, evaluate):
     timer = StepTimer()
     with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
         trainer = trainer_cls(
-            model=model, args=_args(scratch, batch_size, LEARNING_RATES[method]),
+            model=model, args=_args(scratch, batch_size, LEARNING_RATES[method], seed=seed),
             train_dataset=enc["train"], eval_dataset=enc[spec.eval_split],
             data_collator=default_data_collator, compute_metrics=_metric_fn(spec), callbacks=[timer],
         )  # fmt: skip
         trainer.train()
         metric = trainer.evaluate()[f"eval_{spec.main_metric}"] if evaluate else None
     useful = float(np.mean([sum(m) for m in enc["train"]["attention_mask"]]))
-    return timer, mem.peak_mb, metric, useful, model
+    return timer, mem.added_mb, metric, useful
 
 
-def ours_classification(task, method, n_train, batch_size, evaluate):
+def ours_classification(task, method, n_train, batch_size, evaluate, seed):
     spec = resolve_task(task)
     config = FinetuneConfig(
-        task=task, method=method, adapter_size=64 if method == "houlsby" else None, seed=42,
+        task=task, method=method, adapter_size=64 if method == "houlsby" else None, seed=seed,
         learning_rate=LEARNING_RATES[method], num_train_epochs=1, max_train_examples=n_train, batch_size=batch_size,
     )  # fmt: skip
     timer = StepTimer()
@@ -191,7 +202,7 @@ def ours_classification(task, method, n_train, batch_size, evaluate):
         record = finetune(config, write=False, callbacks=[timer])
     metric = record["metrics"][spec.main_metric] if evaluate else None
     useful = record["train_tokens_per_s"] / record["train_examples_per_s"]
-    return timer, mem.peak_mb, metric, useful, record
+    return timer, mem.added_mb, metric, useful
 
 
 def imdb_texts(n: int) -> list[str]:
@@ -216,20 +227,22 @@ def stock_mlm(texts, max_len, steps, batch_size):
             data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15), callbacks=[timer],
         ).train()  # fmt: skip
     useful_per_row = float(np.mean([len(x) for x in ds["input_ids"]]))
-    return timer, mem.peak_mb, useful_per_row, model
+    return timer, mem.added_mb, useful_per_row, model
 
 
-def ours_mlm(texts, max_len, steps, batch_size):
+def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTENTION_DROPOUT):
+    """Packed rows, logits at masked positions only, bf16 autocast where native (`adaptstudy.pretrain`)."""
     tok = load_tokenizer(BACKBONE)
-    model = MaskedPositionsMLM(AutoModelForMaskedLM.from_pretrained(resolve_backbone(BACKBONE), use_safetensors=True))
+    model = load_mlm(BACKBONE, attention_dropout)
     ds = pack_texts(texts, tok, max_len, drop_last=True)
     timer = StepTimer()
     with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
         Trainer(
-            model=model, args=_args(scratch, batch_size, 1e-4, max_steps=steps, remove_unused_columns=False),
-            train_dataset=ds, data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15), callbacks=[timer],
+            model=model, train_dataset=ds, callbacks=[timer],
+            args=_args(scratch, batch_size, 1e-4, max_steps=steps, remove_unused_columns=False, optim="adamw_torch_fused", precision="auto"),
+            data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15),
         ).train()  # fmt: skip
-    return timer, mem.peak_mb, float(max_len), model.mlm
+    return timer, mem.added_mb, float(max_len), model.mlm
 
 
 def run(quick: bool) -> dict:
@@ -237,33 +250,39 @@ def run(quick: bool) -> dict:
     warmup = 2 if quick else 3
     peak32 = matmul_peak(torch.float32, reps=5 if quick else 20)
     # Without AVX512-BF16/AMX, bf16 matmuls are emulated (about 1 GFLOP/s on an AVX2 machine): keep them small.
-    peak16 = matmul_peak(torch.bfloat16, n=512, reps=2)
+    peak16 = matmul_peak(torch.bfloat16, reps=5 if quick else 20) if native_bf16() else matmul_peak(torch.bfloat16, n=512, reps=2)
     out = {
         "machine": {
             "cpu": _cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "native_bf16": native_bf16(),
             "matmul_fp32_flops": peak32, "matmul_bf16_flops": peak16,
         },
         "versions": versions(), "quick": quick, "rows": [],
+        "precision": {"stock": "fp32", "ours": "bf16 autocast" if use_bf16("auto") else "fp32"},
     }  # fmt: skip
     print(f"matmul peak: fp32 {peak32 / 1e9:.0f} GFLOP/s, bf16 {peak16 / 1e9:.0f} GFLOP/s", flush=True)
     batch = 32
     sizes = {"sst2": 256 if quick else 4000, "mrpc": 256 if quick else None}
+    seeds = (0,) if quick else METRIC_SEEDS
     for task in ("sst2", "mrpc"):
         for method in ("full", "houlsby"):
             evaluate = not quick
             results = {}
             for path, fn in (("stock", stock_classification), ("ours", ours_classification)):
-                timer, peak_mb, metric, useful, _ = fn(task, method, sizes[task], batch, evaluate)
-                results[path] = (timer, peak_mb, metric, useful)
+                runs = [fn(task, method, sizes[task], batch, evaluate, seed) for seed in seeds]
+                steps = StepTimer.pooled([r[0] for r in runs], warmup)
+                metrics = [r[2] for r in runs] if evaluate else None
+                results[path] = (steps, max(r[1] for r in runs), metrics, runs[0][3])
             model = _model_for_flops(task, method)
             _add_rows(out, f"{task}/{method}", results, batch, model, peak32, peak16, warmup)
     max_len, mlm_batch, steps = 256, 16, (8 if quick else 25)
     texts = imdb_texts(800 if quick else 2000)
     results = {}
-    for path, fn in (("stock", stock_mlm), ("ours", ours_mlm)):
-        timer, peak_mb, useful, model = fn(texts, max_len, steps, mlm_batch)
-        results[path] = (timer, peak_mb, None, useful)
+    variants = (("stock", stock_mlm, {}), ("ours", ours_mlm, {}),
+                ("ours, attention dropout 0.1", ours_mlm, {"attention_dropout": 0.1}))  # fmt: skip
+    for path, fn, kw in variants:
+        timer, peak_mb, useful, model = fn(texts, max_len, steps, mlm_batch, **kw)
+        results[path] = (timer.times[warmup:], peak_mb, None, useful)
     _add_rows(out, "mlm/imdb", results, mlm_batch, model, peak32, peak16, warmup, mlm=True)
     return out
 
@@ -276,19 +295,20 @@ def _model_for_flops(task, method):
 
 def _add_rows(out, name, results, batch, model, peak32, peak16, warmup, mlm=False):
     base = None
-    for path in ("stock", "ours"):
-        timer, peak_mb, metric, useful = results[path]
-        step = timer.median(warmup)
+    for path, (steps, peak_mb, metrics, useful) in results.items():  # the first is the stock recipe
+        step = statistics.median(steps)
         ex_s = batch / step
         tok_s = ex_s * useful
         flops = train_flops_per_token(model, seq_len=useful, mlm_decoder=0.15 if mlm else 0.0) * tok_s
         row = {
-            "row": name, "path": path, "batch_size": batch, "timed_steps": len(timer.times) - warmup,
+            "row": name, "path": path, "batch_size": batch, "timed_steps": len(steps),
             "median_step_s": step, "examples_per_s": ex_s, "useful_tokens_per_example": useful,
             "useful_tokens_per_s": tok_s, "model_flops_per_s": flops, "mfu_fp32": flops / peak32,
-            "mfu_bf16": flops / peak16, "peak_rss_mb": peak_mb, "dev_metric": metric,
+            "mfu_bf16": flops / peak16, "peak_rss_added_mb": peak_mb, "dev_metrics": metrics,
+            "dev_metric": statistics.mean(metrics) if metrics else None,
+            "dev_metric_sd": statistics.stdev(metrics) if metrics and len(metrics) > 1 else None,
         }  # fmt: skip
-        if path == "stock":
+        if base is None:
             base = row
         else:
             row["speedup_examples"] = row["examples_per_s"] / base["examples_per_s"]
@@ -300,9 +320,10 @@ def _add_rows(out, name, results, batch, model, peak32, peak16, warmup, mlm=Fals
 def _format(r) -> str:
     speed = f" x{r['speedup_tokens']:.2f}" if "speedup_tokens" in r else ""
     metric = f" dev {r['dev_metric']:.1f}" if r.get("dev_metric") is not None else ""
+    metric += f" ± {r['dev_metric_sd']:.1f}" if r.get("dev_metric_sd") is not None else ""
     return (
-        f"{r['row']:<14} {r['path']:<5} {r['examples_per_s']:7.1f} ex/s {r['useful_tokens_per_s']:8.0f} tok/s"
-        f"{speed:>7}  MFU {100 * r['mfu_fp32']:4.1f}% fp32  RSS {r['peak_rss_mb']:5.0f} MB{metric}"
+        f"{r['row']:<14} {r['path']:<28} {r['examples_per_s']:7.1f} ex/s {r['useful_tokens_per_s']:8.0f} tok/s"
+        f"{speed:>7}  MFU {100 * r['mfu_fp32']:4.1f}% fp32  +RSS {r['peak_rss_added_mb']:5.0f} MB{metric}"
     )
 
 

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer
@@ -5,7 +7,7 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer
 from adaptstudy.backbones import resolve_backbone
 from adaptstudy.config import FinetuneConfig
 from adaptstudy.data import load_task, resolve_task
-from adaptstudy.methods import METHODS, count_parameters
+from adaptstudy.methods import METHODS, adapters_removed, count_parameters
 from adaptstudy.train import build_model
 
 H, L, FF = 384, 6, 1536  # all-MiniLM-L6-v2
@@ -45,15 +47,20 @@ def test_bitfit_trains_biases_and_head():
     assert counts["trainable_params"] == L * per_layer + H + HEAD  # + the embeddings' layer-norm bias
 
 
+def _backbone_and_adapted(data_dir, n: int, config: FinetuneConfig):
+    """A batch of `n` real RTE dev pairs, the plain backbone, and the backbone with Houlsby adapters."""
+    path = resolve_backbone("minilm-l6")
+    dev = load_task("rte", data_dir)["dev"].select(range(n))
+    batch = AutoTokenizer.from_pretrained(path)(list(dev["text_a"]), list(dev["text_b"]), padding=True, truncation=True,
+                                                max_length=128, return_tensors="pt")  # fmt: skip
+    adapted = METHODS.get("houlsby").apply(AutoModel.from_pretrained(path), config)
+    return batch, AutoModel.from_pretrained(path).eval(), adapted.eval()
+
+
 def test_houlsby_starts_near_identity(data_dir):
     """Before training, adapters change what the head sees (the pooled output) by less than 1e-2,
     and the hidden states by less than 1e-2 on average."""
-    path = resolve_backbone("minilm-l6")
-    tok = AutoTokenizer.from_pretrained(path)
-    dev = load_task("rte", data_dir)["dev"].select(range(16))
-    batch = tok(list(dev["text_a"]), list(dev["text_b"]), padding=True, truncation=True, max_length=128, return_tensors="pt")
-    plain = AutoModel.from_pretrained(path).eval()
-    adapted = METHODS.get("houlsby").apply(AutoModel.from_pretrained(path), FinetuneConfig(adapter_size=64, seed=1)).eval()
+    batch, plain, adapted = _backbone_and_adapted(data_dir, 16, FinetuneConfig(adapter_size=64, seed=1))
     with torch.inference_mode():
         a, b = plain(**batch), adapted(**batch)
     pooled = (a.pooler_output - b.pooler_output).abs().max().item()
@@ -63,5 +70,87 @@ def test_houlsby_starts_near_identity(data_dir):
 
 
 def test_unknown_method_lists_valid_names():
-    with pytest.raises(Exception, match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, full, houlsby"):
+    with pytest.raises(Exception, match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, full, houlsby, layernorm, pfeiffer, top_k"):
         METHODS.get("houlsbi")
+
+
+def test_pfeiffer_trains_one_adapter_per_layer_and_head():
+    counts = count_parameters(_model("pfeiffer", adapter_size=64))
+    adapters = L * (H * 64 + 64 + 64 * H + H)  # one bottleneck per layer, after the feed-forward block
+    assert counts["adapters_reported_params"] == adapters
+    assert counts["trainable_params"] == adapters + HEAD
+
+
+@pytest.mark.parametrize("k", [1, 3, L])
+def test_top_k_trains_exactly_the_top_k_layers_and_head(k):
+    model = _model("top_k", top_k_layers=k)
+    trained = {n for n, p in model.named_parameters() if p.requires_grad}
+    expected = {n for n, _ in model.named_parameters() if any(f".layer.{i}." in n for i in range(L - k, L))}
+    assert trained - expected == {n for n in trained if n.startswith(("bert.pooler.", "classifier."))}
+    assert expected <= trained
+    per_layer = 4 * (H * H + H) + (H * FF + FF) + (FF * H + H) + 2 * 2 * H
+    assert count_parameters(model)["trainable_params"] == k * per_layer + HEAD
+
+
+def test_layernorm_trains_only_layer_norms_and_head():
+    model = _model("layernorm")
+    trained = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert all("LayerNorm" in n or n.startswith(("bert.pooler.", "classifier.")) for n in trained)
+    assert count_parameters(model)["trainable_params"] == LAYER_NORMS + HEAD
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"method": "top_k"}, r"method 'top_k' needs top_k_layers between 1 and 6"),
+        ({"method": "top_k", "top_k_layers": 7}, r"between 1 and 6 .* got 7"),
+        ({"method": "full", "top_k_layers": 2}, r"top_k_layers=2 applies only to method 'top_k'"),
+        ({"method": "layernorm", "adapter_init_std": 1e-3}, r"adapter_init_std=0.001 does not apply to method 'layernorm'"),
+    ],
+)
+def test_method_settings_that_do_not_fit_are_rejected(settings, message):
+    with pytest.raises(Exception, match=message):
+        FinetuneConfig(task="rte", **settings)
+
+
+def test_adapter_init_std_sets_the_scale_of_adapter_weights():
+    for std in (1e-4, 1e-1):
+        model = _model("houlsby", adapter_size=64, adapter_init_std=std)
+        weights = torch.cat([p.flatten() for n, p in model.named_parameters() if ".adapters." in n and n.endswith("weight")])
+        assert weights.abs().max() <= 2 * std + 1e-12
+        assert weights.std().item() == pytest.approx(0.88 * std, rel=0.05)  # N(0, std) truncated at 2 std
+        assert all(p.abs().max() == 0 for n, p in model.named_parameters() if ".adapters." in n and n.endswith("bias"))
+
+
+def test_removing_adapters_at_evaluation_restores_the_backbone_in_those_layers(data_dir):
+    """With every adapter removed, a trained-looking adapter model computes exactly the backbone;
+    with some removed, the hidden states of the layers below the first kept adapter match it too."""
+    batch, plain, adapted = _backbone_and_adapted(data_dir, 8, FinetuneConfig(adapter_size=8, adapter_init_std=0.5))
+    with torch.inference_mode():
+        base = plain(**batch, output_hidden_states=True).hidden_states
+        changed = adapted(**batch, output_hidden_states=True).hidden_states
+        with adapters_removed(adapted, range(L)):
+            removed = adapted(**batch).last_hidden_state
+        with adapters_removed(adapted, range(3)):
+            lower = adapted(**batch, output_hidden_states=True).hidden_states
+        restored = adapted(**batch).last_hidden_state
+    assert (changed[-1] - base[-1]).abs().max() > 0.1  # large adapters really change the output
+    assert torch.allclose(removed, base[-1], atol=1e-5)
+    assert torch.allclose(lower[3], base[3], atol=1e-5) and not torch.allclose(lower[4], base[4], atol=1e-3)
+    assert torch.equal(restored, changed[-1])
+
+
+@pytest.mark.parametrize("variant", ["layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel"])
+def test_houlsby_variants_add_what_they_say_and_train_only_adapters_norms_and_head(variant):
+    model = _model("houlsby", adapter_size=8, adapter_variant=variant)
+    adapter_names = [n for n, _ in model.named_parameters() if ".adapters." in n]
+    trained = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert set(adapter_names) <= trained
+    assert all(".adapters." in n or "LayerNorm" in n or n.startswith(("bert.pooler.", "classifier.")) for n in trained)
+    plain = count_parameters(_model("houlsby", adapter_size=8))["adapters_reported_params"]
+    reported = count_parameters(model)["adapters_reported_params"]
+    expected = {"layer_norm_inside": plain + 2 * L * 2 * H, "two_layer": plain + 2 * L * (8 * 8 + 8),
+                "tanh": plain, "attention_only": plain // 2, "parallel": plain}[variant]  # fmt: skip
+    assert reported == expected
+    if variant == "attention_only":
+        assert not any(re.search(r"layer\.\d+\.output\.adapters\.", n) for n in adapter_names)  # none after the FFN

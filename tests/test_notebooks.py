@@ -91,3 +91,27 @@ def test_analysis_notebook_renders_records_beside_published(smoke_run, tmp_path)
     nb = run("06_analysis.ipynb", tmp_path / "06.ipynb", results_dir=str(results))
     html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
     assert "70.1" in html and "89.3" in html  # Houlsby et al.'s published numbers
+
+
+def test_sweep_notebook_runs_a_grid_then_skips_it_and_lists_it_dry(tmp_path):
+    results = tmp_path / "s"
+    first = run("05_sweep.ipynb", tmp_path / "a.ipynb", sweep="params/smoke/sweep.yaml", results_dir=str(results))
+    records = [json.loads(p.read_text()) for p in results.glob("*.json")]
+    assert len(records) >= 4 and {r["status"] for r in records} == {"ok"}
+    assert "ran 4 ok" in _text(first)
+    again = run("05_sweep.ipynb", tmp_path / "b.ipynb", sweep="params/smoke/sweep.yaml", results_dir=str(results))
+    assert "ran 0 ok, skipped 4 already done, 0 failed" in _text(again)
+    dry = run("05_sweep.ipynb", tmp_path / "c.ipynb", sweep="params/smoke/sweep.yaml", results_dir=str(tmp_path / "d"), dry_run=True)
+    assert all(r["run_id"] in _text(dry) for r in records) and not (tmp_path / "d").exists()
+
+
+def _text(nb) -> str:
+    return "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for c in nb.cells for o in c.get("outputs", []))
+
+
+def test_houlsby_chapter_renders_published_rows_with_and_without_records(smoke_run, tmp_path):
+    results, _ = smoke_run
+    for folder in (results, tmp_path / "none"):
+        nb = run("06_analysis_houlsby.ipynb", tmp_path / "h.ipynb", results_dir=str(folder))
+        html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
+        assert "60.5" in html and "not run offline" in html  # CoLA full fine-tuning, published; QQP here

@@ -41,7 +41,9 @@ def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "par
 
 # Settings added after records were first committed enter the run id only when they are not at their
 # neutral value, so that every earlier run keeps its id.
-NEUTRAL_SINCE_FIRST_RECORDS = {"train_fraction": 1.0}
+NEUTRAL_SINCE_FIRST_RECORDS = {
+    "train_fraction": 1.0, "top_k_layers": None, "adapter_init_std": None, "layer_ablation": False, "adapter_variant": None,
+}  # fmt: skip
 
 
 class FinetuneConfig(BaseModel):
@@ -69,6 +71,11 @@ class FinetuneConfig(BaseModel):
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     train_fraction: float = Field(1.0, gt=0, le=1, description="share of the (capped) training set; nested across values")
     checkpoint_every_s: float = Field(300.0, ge=0, description="sweeps: seconds between checkpoints (0: every step)")
+    top_k_layers: int | None = Field(None, ge=1, description="top_k: how many of the top transformer layers train")
+    adapter_init_std: float | None = Field(None, gt=0, description="adapter methods: init std (None: the library's 1e-2)")
+    layer_ablation: bool = Field(False, description="adapter methods: after training, evaluate with each span of layers' adapters removed")
+    adapter_variant: Literal["layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel"] | None = Field(
+        None, description="houlsby: an architecture variant from the paper's ablations (None: the plain adapter)")
 
     @model_validator(mode="after")
     def _known_names(self) -> FinetuneConfig:
@@ -79,11 +86,19 @@ class FinetuneConfig(BaseModel):
         method = METHODS.get(self.method)
         resolve_task(self.task)
         resolve_backbone(self.backbone)
-        if self.adapter_size is not None and not method.uses_adapter_size:
-            raise ValueError(
-                f"adapter_size={self.adapter_size} does not apply to method {self.method!r}; "
-                f"methods with an adapter size: {', '.join(m for m in METHODS if METHODS.get(m).uses_adapter_size)}"
-            )
+        with_adapters = ", ".join(m for m in METHODS if METHODS.get(m).uses_adapter_size)
+        for setting, value in (("adapter_size", self.adapter_size), ("adapter_init_std", self.adapter_init_std),
+                               ("layer_ablation", self.layer_ablation or None)):  # fmt: skip
+            if value is not None and not method.uses_adapter_size:
+                raise ValueError(f"{setting}={value} does not apply to method {self.method!r}; methods with adapters: {with_adapters}")
+        if self.adapter_variant is not None and self.method != "houlsby":
+            raise ValueError(f"adapter_variant={self.adapter_variant!r} applies only to method 'houlsby', not {self.method!r}")
+        if self.top_k_layers is not None and not method.uses_top_k:
+            raise ValueError(f"top_k_layers={self.top_k_layers} applies only to method 'top_k', not {self.method!r}")
+        if method.uses_top_k:
+            layers = num_layers(self.backbone)
+            if self.top_k_layers is None or self.top_k_layers > layers:
+                raise ValueError(f"method 'top_k' needs top_k_layers between 1 and {layers} (the layers of {self.backbone}), got {self.top_k_layers}")
         return self
 
     @property
@@ -124,6 +139,14 @@ class FinetuneConfig(BaseModel):
     @property
     def run_id(self) -> str:
         return run_id(self.identity())
+
+
+def num_layers(backbone: str) -> int:
+    from transformers import AutoConfig
+
+    from adaptstudy.backbones import resolve_backbone
+
+    return AutoConfig.from_pretrained(resolve_backbone(backbone)).num_hidden_layers
 
 
 def run_id(identity: Mapping[str, Any]) -> str:

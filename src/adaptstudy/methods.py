@@ -10,15 +10,18 @@ the record also keeps what the `adapters` package reports (the adapter weights a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import torch
 from torch import nn
 
 from adaptstudy.registry import Registry
 
 ADAPTER_NAME = "task"
 HEAD_PATTERN = re.compile(r"(^|\.)(classifier|pooler|score|heads)\.")
+LAYER_PATTERN = re.compile(r"\.layer\.(\d+)\.")
 
 
 def is_head(name: str) -> bool:
@@ -29,43 +32,110 @@ def is_layer_norm(name: str) -> bool:
     return "LayerNorm" in name or "layer_norm" in name
 
 
+def layer_index(name: str) -> int | None:
+    """The transformer layer a parameter belongs to (None: embeddings, head)."""
+    match = LAYER_PATTERN.search(name)
+    return int(match.group(1)) if match else None
+
+
 @dataclass(frozen=True)
 class Method:
     name: str
     description: str
-    trainable: Callable[[str], bool] = field(repr=False)
+    trainable: Callable[[str, nn.Module, object], bool] = field(repr=False)  # (parameter name, model, config)
     prepare: Callable[[nn.Module, object], nn.Module] = field(default=lambda model, config: model, repr=False)
     default_learning_rate: float = 2e-5
     uses_adapter_size: bool = False
     default_adapter_size: int | None = None
+    uses_top_k: bool = False
 
     def apply(self, model: nn.Module, config) -> nn.Module:
         """Prepare `model` for this method and set `requires_grad` on every parameter."""
         model = self.prepare(model, config)
         for name, param in model.named_parameters():
-            param.requires_grad_(self.trainable(name))
+            param.requires_grad_(bool(self.trainable(name, model, config)))
         return model
+
+
+ADAPTER_VARIANTS = ("layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel")
 
 
 def _add_houlsby(model: nn.Module, config) -> nn.Module:
     """Two bottleneck adapters per layer (after attention and after feed-forward), GELU,
-    near-identity init: N(0, 1e-2) truncated at two std, zero biases (Houlsby et al. 2019)."""
+    near-identity init: N(0, 1e-2) truncated at two std, zero biases (Houlsby et al. 2019).
+
+    `adapter_variant` gives the variants the paper tried and found no better: a layer norm inside
+    the adapter, two layers in the bottleneck, tanh, adapters after the attention block only, and
+    adapters in parallel to the sublayer instead of after it."""
     import adapters
-    from adapters import DoubleSeqBnConfig
+    from adapters import DoubleSeqBnConfig, ParBnConfig
 
     adapters.init(model)
-    hidden = model.config.hidden_size
+    variant = getattr(config, "adapter_variant", None)
+    common = dict(reduction_factor=model.config.hidden_size / config.adapter_size, init_weights="houlsby",
+                  init_weights_seed=config.seed, non_linearity="tanh" if variant == "tanh" else "gelu")  # fmt: skip
+    if variant == "parallel":
+        adapter_config = ParBnConfig(mh_adapter=True, output_adapter=True, scaling=1.0, **common)
+    else:
+        adapter_config = DoubleSeqBnConfig(
+            ln_before=variant == "layer_norm_inside", output_adapter=variant != "attention_only", **common
+        )
+    model.add_adapter(ADAPTER_NAME, config=adapter_config)
+    if variant == "two_layer":
+        _deepen_bottlenecks(model, config.seed)
+    model.train_adapter(ADAPTER_NAME)
+    _rescale_adapter_init(model, config)
+    return model
+
+
+def _deepen_bottlenecks(model: nn.Module, seed: int) -> None:
+    """A second bottleneck-wide layer (same activation, same near-identity init) in every adapter."""
+    from adapters.methods.modeling import Adapter
+
+    generator = torch.Generator().manual_seed(seed)
+    for module in model.modules():
+        if isinstance(module, Adapter):
+            width, activation = module.down_sample, module.non_linearity
+            extra = nn.Linear(width, width)
+            with torch.no_grad():
+                extra.weight.copy_(torch.nn.init.trunc_normal_(torch.empty_like(extra.weight), std=1e-2, a=-2e-2, b=2e-2, generator=generator))
+                extra.bias.zero_()
+            module.adapter_down = nn.Sequential(*module.adapter_down, extra, activation)
+
+
+def _add_pfeiffer(model: nn.Module, config) -> nn.Module:
+    """One bottleneck per layer, after the feed-forward block (`seq_bn`, Pfeiffer et al. 2021)."""
+    import adapters
+    from adapters import SeqBnConfig
+
+    adapters.init(model)
     model.add_adapter(
         ADAPTER_NAME,
-        config=DoubleSeqBnConfig(
-            reduction_factor=hidden / config.adapter_size,
-            non_linearity="gelu",
-            init_weights="houlsby",
-            init_weights_seed=config.seed,
-        ),
+        config=SeqBnConfig(reduction_factor=model.config.hidden_size / config.adapter_size, init_weights_seed=config.seed),
     )
     model.train_adapter(ADAPTER_NAME)
+    _rescale_adapter_init(model, config)
     return model
+
+
+def _rescale_adapter_init(model: nn.Module, config) -> None:
+    """With `adapter_init_std`, redraw every adapter weight from N(0, std) truncated at two std, biases zero
+    (Houlsby et al.'s init, at another scale; their Figure 6 varies it from 1e-7 to 1)."""
+    std = getattr(config, "adapter_init_std", None)
+    if std is None:
+        return
+    generator = torch.Generator().manual_seed(config.seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if _is_adapter(name) and name.endswith(".weight"):
+                param.copy_(torch.nn.init.trunc_normal_(torch.empty_like(param), std=std, a=-2 * std, b=2 * std, generator=generator))
+            elif _is_adapter(name) and name.endswith(".bias"):
+                param.zero_()
+
+
+def _in_top_layers(name: str, model: nn.Module, config) -> bool:
+    index = layer_index(name)
+    return index is not None and index >= model.config.num_hidden_layers - config.top_k_layers
 
 
 def _is_adapter(name: str) -> bool:
@@ -79,20 +149,42 @@ def _is_bias(name: str) -> bool:
 METHODS: Registry[Method] = Registry("method")
 
 for _m in (
-    Method("full", "every weight of the backbone and the head", trainable=lambda n: True),
+    Method("full", "every weight of the backbone and the head", trainable=lambda n, *_: True),
     Method(
         "houlsby",
         "Houlsby adapters (two per layer, GELU, near-identity init) + all layer norms + head",
-        trainable=lambda n: _is_adapter(n) or is_layer_norm(n) or is_head(n),
+        trainable=lambda n, *_: _is_adapter(n) or is_layer_norm(n) or is_head(n),
         prepare=_add_houlsby,
         default_learning_rate=1e-3,
         uses_adapter_size=True,
         default_adapter_size=64,
     ),
     Method(
+        "pfeiffer",
+        "one adapter per layer after the feed-forward block (seq_bn: ReLU, original layer norms frozen) + head",
+        trainable=lambda n, *_: _is_adapter(n) or is_head(n),
+        prepare=_add_pfeiffer,
+        default_learning_rate=1e-3,
+        uses_adapter_size=True,
+        default_adapter_size=64,
+    ),
+    Method(
+        "top_k",
+        "variable fine-tuning: every weight of the top `top_k_layers` transformer layers + head",
+        trainable=lambda n, model, config: _in_top_layers(n, model, config) or is_head(n),
+        default_learning_rate=5e-5,
+        uses_top_k=True,
+    ),
+    Method(
+        "layernorm",
+        "only the layer-norm parameters (embeddings and every layer) + head",
+        trainable=lambda n, *_: is_layer_norm(n) or is_head(n),
+        default_learning_rate=1e-3,
+    ),
+    Method(
         "bitfit",
         "every bias term (BitFit, Ben Zaken et al. 2022) + head",
-        trainable=lambda n: _is_bias(n) or is_head(n),
+        trainable=lambda n, *_: _is_bias(n) or is_head(n),
         default_learning_rate=1e-3,
     ),
 ):
@@ -114,3 +206,27 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
             row["#param"] for row in model.adapter_summary(as_dict=True) if row["name"] != "Full model"
         )
     return counts
+
+
+@contextmanager
+def adapters_removed(model: nn.Module, layers: Iterable[int]) -> Iterator[nn.Module]:
+    """Evaluate `model` with the adapters of `layers` taken out, without retraining (Houlsby et al. Figure 6).
+
+    An adapter adds `up(f(down(h)))` to its input; zeroing its up-projection makes it the identity,
+    so those layers compute what the backbone computes (their trained layer norms are kept, as in the
+    paper). The weights are restored on exit.
+    """
+    layers = set(layers)
+    saved = {}
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if _is_adapter(name) and ".adapter_up." in name and layer_index(name) in layers:
+                saved[name] = param.detach().clone()
+                param.zero_()
+    try:
+        yield model
+    finally:
+        with torch.no_grad():
+            params = dict(model.named_parameters())
+            for name, value in saved.items():
+                params[name].copy_(value)

@@ -36,13 +36,18 @@ def aggregate_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns={"main_metric": "metric"})
 
 
-def compare_with_published(runs: pd.DataFrame, paper: str) -> pd.DataFrame:
+def compare_with_published(runs: pd.DataFrame, paper: str, tasks=None, methods=None) -> pd.DataFrame:
     """Our aggregated runs joined with a paper's numbers on (task, method, metric).
 
-    Published cells we have no run for are kept (ours empty), so the table shows what is missing.
+    Published cells we have no run for are kept (ours empty), so the table shows what is missing;
+    `tasks`/`methods` limit the published side to a chapter's scope.
     """
     ours = aggregate_runs(runs)
     theirs = published_frame(paper)[["task", "method", "metric", "value", "backbone", "split", "source"]]
+    if tasks is not None:
+        theirs = theirs[theirs["task"].isin(tasks)]
+    if methods is not None:
+        theirs = theirs[theirs["method"].isin(methods)]
     theirs = theirs.rename(columns={"value": "published", "backbone": "published_backbone", "split": "published_split"})
     table = theirs.merge(ours, on=["task", "method", "metric"], how="outer")
     table["difference"] = table["ours_mean"] - table["published"]
@@ -135,52 +140,3 @@ def adapter_gap(table: pd.DataFrame, adapter: str = "houlsby-64", tolerance: flo
                      "published: adapters − full": theirs, "seeds": runs, "verdict": verdict})  # fmt: skip
     return pd.DataFrame(rows)
 
-
-def load_benchmark(path) -> dict:
-    """The benchmark's JSON, or an empty benchmark (no rows) when it has not been run yet."""
-    import json
-    from pathlib import Path
-
-    path = Path(path)
-    if not path.is_file():
-        return {"rows": [], "missing": str(path)}
-    return json.loads(path.read_text())
-
-
-def efficiency_table(benchmark: dict) -> pd.DataFrame:
-    """The throughput benchmark's rows: stock recipe and our path side by side, with ratios."""
-    rows = pd.DataFrame(benchmark["rows"])
-    keep = {
-        "row": "workload", "path": "path", "examples_per_s": "examples/s", "useful_tokens_per_s": "useful tokens/s",
-        "speedup_examples": "× examples/s", "speedup_tokens": "× tokens/s", "mfu_fp32": "MFU (fp32 peak)",
-        "peak_rss_mb": "peak RSS (MB)", "dev_metric": "dev metric",
-    }  # fmt: skip
-    rows = rows.reindex(columns=list(keep)).rename(columns=keep)
-    rows["MFU (fp32 peak)"] = 100 * rows["MFU (fp32 peak)"]
-    return rows
-
-
-def machine_note(benchmark: dict) -> str:
-    if "missing" in benchmark:
-        return f"**Not measured yet**: run `python benchmarks/throughput.py` to write `{benchmark['missing']}`."
-    m = benchmark["machine"]
-    return (
-        f"Measured on {m['cpu']} ({m['cores']} cores, {m['torch_threads']} torch threads, "
-        f"CPU capability {m['cpu_capability']}): matmul peak {m['matmul_fp32_flops'] / 1e9:.0f} GFLOP/s in fp32, "
-        f"{m['matmul_bf16_flops'] / 1e9:.1f} GFLOP/s in bf16. "
-        f"Torch {benchmark['versions']['torch']}, transformers {benchmark['versions']['transformers']}."
-        + (" Quick run: step times only, no dev metric." if benchmark.get("quick") else "")
-    )
-
-
-def plot_efficiency(table: pd.DataFrame):
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    if table.empty:
-        return None
-    ax = sns.barplot(data=table, y="workload", x="useful tokens/s", hue="path", orient="h")
-    ax.set_xscale("log")
-    ax.set_xlabel("useful (non-pad) training tokens per second, log scale")
-    plt.tight_layout()
-    return ax

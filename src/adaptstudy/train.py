@@ -23,21 +23,14 @@ from datasets import DatasetDict
 from adaptstudy.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.config import FinetuneConfig, validate
 from adaptstudy.data import TaskSpec, load_task, resolve_task
-from adaptstudy.methods import METHODS, count_parameters
+from adaptstudy.device import training_arguments, use_bf16
+from adaptstudy.methods import METHODS, adapters_removed, count_parameters
 from adaptstudy.metrics import compute_metrics
 from adaptstudy.results import base_record, peak_rss_mb, resolve_results_dir, write_record
 
 
 class NonFiniteLossError(RuntimeError):
     """Training diverged: the loss became NaN or infinite."""
-
-
-def device_settings(precision: str = "auto") -> dict[str, Any]:
-    """Trainer arguments for the device at hand: CUDA with bf16/TF32 where it has them, else CPU."""
-    if torch.cuda.is_available():
-        bf16 = precision == "bf16" or (precision == "auto" and torch.cuda.is_bf16_supported())
-        return {"use_cpu": False, "bf16": bf16, "tf32": torch.cuda.get_device_capability()[0] >= 8}
-    return {"use_cpu": True, "bf16": precision == "bf16"}
 
 
 def tokenize_task(splits: DatasetDict, tokenizer, max_seq_length: int) -> DatasetDict:
@@ -132,6 +125,27 @@ class _RaiseOnNonFiniteLoss:
         return _Check()
 
 
+def layer_ablation(trainer, spec: TaskSpec) -> list[dict[str, float]]:
+    """The dev metrics with the adapters of every contiguous span of layers first..last removed (no retraining)."""
+    layers = trainer.model.config.num_hidden_layers
+    rows = []
+    for first in range(layers):
+        for last in range(first, layers):
+            with adapters_removed(trainer.model, range(first, last + 1)):
+                scores = trainer.evaluate(metric_key_prefix="ablation")
+            rows.append({"first": first, "last": last, **{m: scores[f"ablation_{m}"] for m in spec.metrics}})
+    return rows
+
+
+def majority_class_score(spec: TaskSpec, train_set, eval_set) -> float | None:
+    """The main metric of always predicting the training set's most frequent label (None for regression)."""
+    if spec.is_regression:
+        return None
+    majority = np.bincount(np.asarray(train_set["label"])).argmax()
+    labels = np.asarray(eval_set["label"])
+    return compute_metrics([spec.main_metric], np.full_like(labels, majority), labels)[spec.main_metric]
+
+
 def finetune(
     config: FinetuneConfig | Mapping[str, Any],
     write: bool = True,
@@ -150,7 +164,7 @@ def finetune(
     spec = resolve_task(config.task)
     record = base_record(config)  # before training: the commit and versions that this run starts from
 
-    from transformers import DataCollatorWithPadding, Trainer, TrainingArguments, set_seed
+    from transformers import DataCollatorWithPadding, Trainer, set_seed
     from transformers.trainer_utils import get_last_checkpoint
 
     set_seed(config.seed)
@@ -164,7 +178,8 @@ def finetune(
     with tempfile.TemporaryDirectory(prefix="adaptstudy-") as scratch:
         output_dir = Path(checkpoint_dir) if checkpoint_dir else Path(scratch)
         resume = get_last_checkpoint(str(output_dir)) if checkpoint_dir and output_dir.is_dir() else None
-        args = TrainingArguments(
+        args = training_arguments(
+            config.precision,
             output_dir=str(output_dir),
             learning_rate=config.learning_rate,
             num_train_epochs=config.num_train_epochs,
@@ -185,7 +200,6 @@ def finetune(
             data_seed=config.data_seed,
             report_to=[],
             dataloader_num_workers=0,
-            **device_settings(config.precision),
         )
         own = [_RaiseOnNonFiniteLoss()] + ([TimedCheckpoints(config.checkpoint_every_s)] if checkpoint_dir else [])
         trainer = Trainer(
@@ -205,6 +219,7 @@ def finetune(
             final = trainer.evaluate()
             history.append({"epoch": config.num_train_epochs, **{m: final[f"eval_{m}"] for m in spec.metrics}})
         total_steps = trainer.state.global_step
+        ablation = layer_ablation(trainer, spec) if config.layer_ablation else None
     if not math.isfinite(train_output.training_loss):
         raise NonFiniteLossError(f"training loss is {train_output.training_loss}")
 
@@ -231,8 +246,11 @@ def finetune(
         train_tokens_per_s=tokens * epochs / train_time,
         peak_rss_mb=peak_rss_mb(),
         device="cuda" if torch.cuda.is_available() else "cpu",
+        precision_used="bf16" if use_bf16(config.precision) else "fp32",
         torch_threads=torch.get_num_threads(),
         resumed_from_step=resumed_step,
+        **({"layer_ablation": ablation, "majority_class_score": majority_class_score(spec, train_set, eval_set)}
+           if ablation is not None else {}),
         history=history,
         finished_at=datetime.now(timezone.utc).isoformat(),
     )

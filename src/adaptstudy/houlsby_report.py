@@ -1,0 +1,286 @@
+"""The Houlsby et al. (2019) chapter: Table 1, the parameter/performance trade-off, the layer
+ablation, the initialisation scale and the adapter size, from the records of study `houlsby`.
+
+Learning rates are chosen on dev with seed 0 (per task and method, adapters of every size taking the
+rate chosen for size 64); Table 1 then reports mean ± sd over the seeds at the chosen rate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from adaptstudy.published import HOULSBY_2019, HOULSBY_NOT_OFFLINE, HOULSBY_TABLE1_PARAMS, published_frame
+
+TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
+SIZES = (8, 64, 256)
+SELECTION_SEED = 0
+RECORD_COLUMNS = ["run_id", "task", "method", "seed", "main_metric", "main_metric_value", "trainable_params",
+                  "backbone_params", "config.learning_rate", "config.adapter_size"]  # fmt: skip
+
+
+def _setting(runs: pd.DataFrame, name: str, default=np.nan) -> pd.Series:
+    column = f"config.{name}"
+    return runs[column] if column in runs else pd.Series(default, index=runs.index)
+
+
+def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Adds `label` (full, houlsby-64, top_k-3, layernorm, ...) and `plain` (no init-scale or ablation variant)."""
+    if runs.empty:
+        empty = pd.DataFrame(columns=[*RECORD_COLUMNS, "label", "plain"])
+        return empty.astype({"plain": bool, "seed": int, "main_metric_value": float, "trainable_params": int,
+                             "backbone_params": int, "config.learning_rate": float, "config.adapter_size": float})  # fmt: skip
+    size, k = _setting(runs, "adapter_size"), _setting(runs, "top_k_layers")
+    labels = [
+        f"{m}-{int(a)}" if pd.notna(a) else f"{m}-{int(t)}" if pd.notna(t) else m
+        for m, a, t in zip(runs["method"], size, k)
+    ]
+    plain = (_setting(runs, "adapter_init_std").isna() & _setting(runs, "adapter_variant").isna()
+             & ~_setting(runs, "layer_ablation", False).fillna(False).astype(bool))  # fmt: skip
+    return runs.assign(label=labels, plain=plain.values)
+
+
+def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (task, family): the learning rate with the best seed-0 dev score among the grid (full, houlsby-64)."""
+    runs = label_runs(runs)
+    grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED) & runs["label"].isin(["full", "houlsby-64"])]
+    if grid.empty:
+        return pd.DataFrame(columns=["task", "family", "learning_rate", "grid", "dev score"])
+    rows = []
+    for (task, label), group in grid.groupby(["task", "label"]):
+        best = group.loc[group["main_metric_value"].idxmax()]
+        rates = ", ".join(f"{lr:g}: {v:.1f}" for lr, v in sorted(zip(group["config.learning_rate"], group["main_metric_value"])))
+        rows.append({"task": task, "family": label.split("-")[0], "learning_rate": best["config.learning_rate"],
+                     "grid": rates, "dev score": best["main_metric_value"]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """The plain runs made at the learning rate chosen for their task and method family."""
+    runs, chosen = label_runs(runs), chosen_learning_rates(runs)
+    runs = runs.loc[runs["plain"]].assign(family=lambda r: r["method"])
+    merged = runs.merge(chosen[["task", "family", "learning_rate"]], on=["task", "family"])
+    return merged[np.isclose(merged["config.learning_rate"].astype(float), merged["learning_rate"].astype(float))]
+
+
+def size_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean, sd and seeds per task for full fine-tuning and each adapter size, at the chosen rates."""
+    chosen = at_chosen_rates(runs)
+    chosen = chosen[chosen["label"].isin(["full", *(f"houlsby-{s}" for s in SIZES)])]
+    return (
+        chosen.groupby(["task", "label"])["main_metric_value"]
+        .agg(mean="mean", sd="std", seeds="count")
+        .reset_index()
+    )
+
+
+def table1(runs: pd.DataFrame) -> pd.DataFrame:
+    """Houlsby Table 1: rows full / adapters (best size) / adapters (64), ours and published, tasks as columns."""
+    sizes = size_table(runs)
+    chosen = at_chosen_rates(runs)
+    ours: dict[str, dict[str, str]] = {"full": {}, "houlsby-best": {}, "houlsby-64": {}}
+    means: dict[str, dict[str, float]] = {k: {} for k in ours}
+    best_label: dict[str, str] = {}
+    for task, group in sizes.groupby("task"):
+        adapters = group[group["label"].str.startswith("houlsby-") & (group["seeds"] > 0)]
+        if not adapters.empty:
+            best_label[task] = adapters.loc[adapters["mean"].idxmax(), "label"]
+        for row_name, label in (("full", "full"), ("houlsby-64", "houlsby-64"), ("houlsby-best", best_label.get(task))):
+            hit = group[group["label"] == label]
+            if not hit.empty:
+                r = hit.iloc[0]
+                size = f" [{label.split('-')[1]}]" if row_name == "houlsby-best" else ""
+                ours[row_name][task] = f"{r['mean']:.1f} ± {0 if pd.isna(r['sd']) else r['sd']:.1f} ({r['seeds']}){size}"
+                means[row_name][task] = r["mean"]
+    published = published_frame(HOULSBY_2019)
+    rows = []
+    for row_name, text in ours.items():
+        params = _ours_params(chosen, row_name, best_label)
+        row = {"source": "ours (minilm-l6, dev)", "method": row_name, **params}
+        for task in TABLE1_TASKS:
+            row[task] = "not run offline" if task in HOULSBY_NOT_OFFLINE else text.get(task, "–")
+        values = list(means[row_name].values())
+        row["average (tasks run)"] = f"{np.mean(values):.1f}" if values else "–"
+        rows.append(row)
+    ran = sorted({t for m in means.values() for t in m})
+    for row_name, params in HOULSBY_TABLE1_PARAMS.items():
+        pub = published[published["method"] == row_name].set_index("task")["value"]
+        row = {"source": "published (BERT-large, test)", "method": row_name,
+               "total params": f"{params['total_params_x']:.1f}×", "trained/task": f"{params['trained_pct']:.1f}%"}  # fmt: skip
+        row.update({task: f"{pub[task]:.1f}" for task in TABLE1_TASKS})
+        row["average (tasks run)"] = f"{pub[ran].mean():.1f}" if ran else "–"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _ours_params(chosen: pd.DataFrame, row_name: str, best_label: dict[str, str]) -> dict[str, str]:
+    """Table 1's parameter columns for our runs: total parameters over the tasks run, as a multiple of
+    the backbone, and the share trained per task (head included)."""
+    if chosen.empty:
+        return {"total params": "–", "trained/task": "–"}
+    if row_name == "houlsby-best":
+        picked = chosen[[best_label.get(t) == lab for t, lab in zip(chosen["task"], chosen["label"])]]
+    else:
+        picked = chosen[chosen["label"] == row_name]
+    if picked.empty:
+        return {"total params": "–", "trained/task": "–"}
+    per_task = picked.groupby("task")[["trainable_params", "backbone_params"]].first()
+    backbone = per_task["backbone_params"].iloc[0]
+    if row_name == "full":
+        total = len(per_task)
+    else:
+        total = 1 + per_task["trainable_params"].sum() / backbone
+    return {"total params": f"{total:.2f}×", "trained/task": f"{100 * (per_task['trainable_params'] / backbone).mean():.2f}%"}
+
+
+def tradeoff_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """Seed-0 plain runs of every method family: trained parameters against the dev metric."""
+    runs = label_runs(runs)
+    runs = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED)]
+    family = runs["method"].replace({"houlsby": "adapters (houlsby, sizes 2–256)", "top_k": "top-k layers fine-tuned",
+                                     "layernorm": "layer norm only", "full": "full fine-tuning"})  # fmt: skip
+    return runs.assign(family=family)[["task", "method", "label", "family", "trainable_params", "main_metric", "main_metric_value", "config.learning_rate"]]
+
+
+def plot_tradeoff(frame: pd.DataFrame, tasks: list[str]):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    frame = frame[frame["task"].isin(tasks)]
+    if frame.empty:
+        return None
+    grid = sns.relplot(data=frame, x="trainable_params", y="main_metric_value", hue="family", style="family",
+                       col="task", kind="line", marker="o", facet_kws={"sharey": False}, height=3.5, aspect=1.2)  # fmt: skip
+    grid.set(xscale="log")
+    grid.set_axis_labels("trained parameters (log scale)", "dev metric (points)")
+    plt.tight_layout()
+    return grid
+
+
+def ablation_matrix(record: dict) -> pd.DataFrame:
+    """The dev metric with the adapters of layers first..last removed, as a first × last matrix."""
+    rows = pd.DataFrame(record["layer_ablation"])
+    return rows.pivot(index="first", columns="last", values=record["main_metric"])
+
+
+def plot_ablation(record: dict, ax=None):
+    import seaborn as sns
+
+    matrix = ablation_matrix(record)
+    ax = sns.heatmap(matrix, annot=True, fmt=".0f", cmap="viridis", ax=ax, cbar_kws={"label": record["main_metric"]})
+    ax.set_title(f"{record['task']}: no adapters removed {record['metrics'][record['main_metric']]:.1f}")
+    ax.set_xlabel("last layer removed")
+    ax.set_ylabel("first layer removed")
+    return ax
+
+
+def init_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    runs = label_runs(runs)
+    std = _setting(runs, "adapter_init_std")
+    return runs.loc[std.notna()].assign(init_std=std[std.notna()].astype(float))
+
+
+def _verdict(holds: bool | None, partly: bool = False) -> str:
+    return "not run yet" if holds is None else "holds" if holds else "partly" if partly else "does not hold"
+
+
+def claims(runs: pd.DataFrame, ablations: list[dict]) -> pd.DataFrame:
+    """A plain verdict per claim of the paper, with the figures it rests on."""
+    out = []
+    sizes = size_table(runs)
+    means = sizes.pivot(index="task", columns="label", values="mean") if not sizes.empty else pd.DataFrame()
+    # 1. Adapters come within about 0.4 points of full fine-tuning on average.
+    if {"full", "houlsby-64"} <= set(means.columns):
+        tasks = means.dropna(subset=["full", "houlsby-64"]).index
+        best = means.loc[tasks, [c for c in means.columns if c.startswith("houlsby-")]].max(axis=1)
+        gap_best, gap_64 = (best - means.loc[tasks, "full"]).mean(), (means.loc[tasks, "houlsby-64"] - means.loc[tasks, "full"]).mean()
+        out.append(("Adapters come within about 0.4 points of full fine-tuning (Table 1; −0.4 best size, −0.8 size 64)",
+                    f"ours over {len(tasks)} tasks: best size {gap_best:+.1f}, size 64 {gap_64:+.1f} points",
+                    _verdict(gap_best >= -1.0, partly=gap_best >= -3.0)))  # fmt: skip
+    else:
+        out.append(("Adapters come within about 0.4 points of full fine-tuning (Table 1)", "–", _verdict(None)))
+    # 2. Adapters beat fine-tuning only the top layers at the same number of trained parameters.
+    trade = tradeoff_frame(runs)
+    comparisons = []
+    for task, group in trade.groupby("task"):
+        adapters, top = group[group["method"] == "houlsby"], group[group["method"] == "top_k"]
+        for _, t in top.iterrows():
+            cheaper = adapters[adapters["trainable_params"] <= t["trainable_params"]]
+            if not cheaper.empty:
+                comparisons.append((task, t["label"], cheaper["main_metric_value"].max() - t["main_metric_value"]))
+    if comparisons:
+        wins = sum(d >= 0 for *_, d in comparisons)
+        detail = "; ".join(f"{task} {label}: {d:+.1f}" for task, label, d in comparisons)
+        out.append(("Adapters beat top-k fine-tuning with no more trained parameters (Figures 3–4)",
+                    f"best adapter with ≤ the parameters, minus top-k: {detail}", _verdict(wins == len(comparisons), partly=wins > 0)))  # fmt: skip
+    else:
+        out.append(("Adapters beat top-k fine-tuning with no more trained parameters (Figures 3–4)", "–", _verdict(None)))
+    # 3. Layer ablation (Figure 6).
+    if ablations:
+        single, everything, lower_upper = [], [], []
+        for record in ablations:
+            m = ablation_matrix(record)
+            full_score, n = record["metrics"][record["main_metric"]], len(m)
+            single.append(max(full_score - m.loc[i, i] for i in range(n)))
+            everything.append((record["task"], m.loc[0, n - 1], record.get("majority_class_score")))
+            half = n // 2
+            lower_upper.append(m.loc[0, half - 1] - m.loc[half, n - 1])
+        out.append(("Removing one layer's adapters costs little (at most 2 points in the paper)",
+                    f"largest single-layer drop: {', '.join(f'{d:.1f}' for d in single)} points",
+                    _verdict(max(single) <= 2.0, partly=min(single) <= 2.0)))  # fmt: skip
+        out.append(("Removing every adapter falls to the majority-class level",
+                    "; ".join(f"{t}: {v:.1f} (majority class {mc:.1f})" if mc is not None else f"{t}: {v:.1f}" for t, v, mc in everything),
+                    _verdict(all(mc is not None and abs(v - mc) <= 5.0 for _, v, mc in everything))))  # fmt: skip
+        out.append(("Lower layers' adapters matter less than upper layers'",
+                    "score without the lower half minus without the upper half: " + ", ".join(f"{d:+.1f}" for d in lower_upper),
+                    _verdict(all(d >= 0 for d in lower_upper), partly=any(d >= 0 for d in lower_upper))))  # fmt: skip
+    else:
+        out.append(("Layer ablation (Figure 6)", "–", _verdict(None)))
+    # 4. Initialisation scale.
+    init = init_frame(runs)
+    if init["init_std"].nunique() >= 3 if not init.empty else False:
+        small = init[init["init_std"] <= 1e-2]["main_metric_value"]
+        large = init[init["init_std"] > 1e-2]["main_metric_value"]
+        spread = small.max() - small.min()
+        drop = small.mean() - large.mean()
+        out.append(("Performance is stable for init std up to 1e-2 and degrades above",
+                    f"spread up to 1e-2: {spread:.1f} points; mean above 1e-2 is {drop:.1f} points lower",
+                    _verdict(spread <= 2.0 and drop > 1.0, partly=spread <= 2.0 or drop > 1.0)))  # fmt: skip
+    else:
+        out.append(("Performance is stable for init std up to 1e-2 and degrades above", "–", _verdict(None)))
+    # 5. Adapter size.
+    adapter_cols = [f"houlsby-{s}" for s in SIZES if f"houlsby-{s}" in means.columns]
+    if len(adapter_cols) == len(SIZES):
+        spread = (means[adapter_cols].max(axis=1) - means[adapter_cols].min(axis=1)).dropna()
+        out.append(("Performance is robust to the adapter size (8–256)",
+                    "spread across sizes: " + ", ".join(f"{t} {v:.1f}" for t, v in spread.items()),
+                    _verdict(spread.max() <= 2.0, partly=spread.median() <= 2.0)))  # fmt: skip
+    else:
+        out.append(("Performance is robust to the adapter size (8–256)", "–", _verdict(None)))
+    return pd.DataFrame(out, columns=["claim", "ours", "verdict"])
+
+
+def variants_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The architecture variants beside the plain adapter of the same size, task, seed and learning rate."""
+    runs = label_runs(runs)
+    variants = runs[_setting(runs, "adapter_variant").notna()]
+    if variants.empty:
+        return pd.DataFrame(columns=["task", "variant", "dev metric", "plain adapter", "difference"])
+    plain = runs[runs["plain"] & (runs["method"] == "houlsby")]
+    keys = ["task", "seed", "config.adapter_size", "config.learning_rate"]
+    merged = variants.merge(plain[keys + ["main_metric_value"]], on=keys, suffixes=("", "_plain"), how="left")
+    return pd.DataFrame({
+        "task": merged["task"], "variant": merged["config.adapter_variant"], "dev metric": merged["main_metric_value"],
+        "plain adapter": merged["main_metric_value_plain"],
+        "difference": merged["main_metric_value"] - merged["main_metric_value_plain"],
+    })  # fmt: skip
+
+
+def plot_init(frame: pd.DataFrame):
+    import seaborn as sns
+
+    if frame.empty:
+        return None
+    ax = sns.lineplot(data=frame, x="init_std", y="main_metric_value", hue="task", marker="o")
+    ax.set(xscale="log", xlabel="adapter init std (log scale)", ylabel="dev metric (points)")
+    return ax

@@ -1,0 +1,67 @@
+"""The Houlsby chapter's aggregation: learning rates chosen on seed 0, Table 1 at the chosen rates, verdicts."""
+
+import pandas as pd
+import pytest
+
+from adaptstudy import houlsby_report as hr
+from adaptstudy.config import FinetuneConfig
+from adaptstudy.results import base_record, records_frame, write_record
+
+BACKBONE = 22_713_216
+
+
+def _run(folder, score, task="rte", method="full", seed=0, lr=5e-5, size=None, trainable=BACKBONE, **settings):
+    record = base_record(FinetuneConfig(task=task, method=method, seed=seed, learning_rate=lr, adapter_size=size, **settings))
+    metric = "f1" if task == "mrpc" else "accuracy"
+    record.update(status="ok", metrics={metric: score}, main_metric=metric, main_metric_value=score,
+                  trainable_params=trainable, total_params=BACKBONE + trainable, backbone_params=BACKBONE,
+                  train_runtime_s=1.0, train_examples_per_s=1.0, peak_rss_mb=1.0, finished_at="2026-11-23T00:00:00+00:00",
+                  train_examples=100, device="cpu")  # fmt: skip
+    write_record(record, folder)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    for lr, score in ((2e-5, 60.0), (5e-5, 64.0), (1e-4, 62.0)):
+        _run(tmp_path, score, lr=lr)
+    for seed, score in ((1, 66.0), (2, 65.0)):
+        _run(tmp_path, score, seed=seed, lr=5e-5)
+        _run(tmp_path, 50.0, seed=seed, lr=2e-5)  # not at the chosen rate: left out of Table 1
+    for lr, score in ((3e-4, 61.0), (1e-3, 63.0), (3e-3, 55.0)):
+        _run(tmp_path, score, method="houlsby", size=64, lr=lr, trainable=1_000_000)
+    for seed in (1, 2):
+        _run(tmp_path, 62.0, method="houlsby", size=64, lr=1e-3, seed=seed, trainable=1_000_000)
+    for seed in (0, 1, 2):
+        _run(tmp_path, 66.0 + seed, method="houlsby", size=8, lr=1e-3, seed=seed, trainable=200_000)
+    _run(tmp_path, 20.0, method="houlsby", size=64, lr=1e-3, adapter_init_std=1.0)  # a variant, not a Table 1 run
+    return records_frame(tmp_path)
+
+
+def test_learning_rates_are_chosen_on_seed_0(runs):
+    chosen = hr.chosen_learning_rates(runs).set_index("family")["learning_rate"]
+    assert chosen.to_dict() == {"full": 5e-5, "houlsby": 1e-3}
+
+
+def test_table1_reports_seeds_at_the_chosen_rate_and_the_best_size(runs):
+    table = hr.table1(runs).set_index(["source", "method"])
+    ours = "ours (minilm-l6, dev)"
+    assert table.loc[(ours, "full"), "rte"] == "65.0 ± 1.0 (3)"
+    assert table.loc[(ours, "houlsby-64"), "rte"] == "62.3 ± 0.6 (3)"
+    assert table.loc[(ours, "houlsby-best"), "rte"] == "67.0 ± 1.0 (3) [8]"
+    assert table.loc[(ours, "full"), "qqp"] == "not run offline"
+    assert table.loc[("published (BERT-large, test)", "full"), "rte"] == "70.1"
+    assert table.loc[(ours, "houlsby-best"), "trained/task"] == f"{100 * 200_000 / BACKBONE:.2f}%"
+
+
+def test_verdicts_follow_the_numbers(runs):
+    verdicts = hr.claims(runs, []).set_index("claim")["verdict"]
+    assert verdicts.iloc[0] == "holds"  # best adapter size (67.0) is above full fine-tuning (65.0)
+    assert (verdicts == "not run yet").sum() == 4  # no top-k, ablation, init-scale or size-256 runs here
+
+
+def test_ablation_matrix_is_first_by_last():
+    record = {"task": "rte", "main_metric": "accuracy", "metrics": {"accuracy": 70.0},
+              "layer_ablation": [{"first": 0, "last": 0, "accuracy": 69.0}, {"first": 0, "last": 1, "accuracy": 55.0},
+                                 {"first": 1, "last": 1, "accuracy": 66.0}]}  # fmt: skip
+    matrix = hr.ablation_matrix(record)
+    assert matrix.loc[0, 1] == 55.0 and matrix.loc[1, 1] == 66.0 and pd.isna(matrix.loc[1, 0])
