@@ -40,7 +40,8 @@ benchmark: setup
 	$(BIN)/python benchmarks/throughput.py
 
 # The Houlsby chapter at CPU scale (resumable: rerun to continue; finished runs are skipped).
-HOULSBY_GRIDS := params/cpu/houlsby_lr.yaml $(wildcard params/cpu/houlsby_table1*.yaml) $(wildcard params/cpu/houlsby_[!lt]*.yaml)
+# Stage 1 (learning rates) first: the other grids use the rates it chose.
+HOULSBY_GRIDS := params/cpu/houlsby_lr.yaml $(filter-out params/cpu/houlsby_lr.yaml,$(sort $(wildcard params/cpu/houlsby_*.yaml)))
 reproduce-houlsby: setup
 	for g in $(HOULSBY_GRIDS); do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
 

@@ -12,8 +12,9 @@ method, batch size and number of steps, one after the other, on real data from t
 - Machine limit: the fp32 matmul peak, and each path's model FLOP utilization (MFU).
 
 Throughput is the median over timed steps (after warm-up steps); useful tokens are non-pad tokens.
-Peak memory is the highest RSS sampled while a path runs above the RSS when it started (after
-garbage collection and returning freed memory to the OS), so rows do not inherit earlier rows' memory.
+Peak memory is the highest RSS sampled while a path runs (loading its data and model, training,
+evaluating) above the RSS when it started (after garbage collection and returning freed memory to
+the OS), so rows do not inherit earlier rows' memory.
 
     python benchmarks/throughput.py --quick          # a few minutes: step times only
     python benchmarks/throughput.py                  # + the dev metric over 3 seeds (about an hour); writes JSON
@@ -161,25 +162,26 @@ def _args(scratch, batch_size, lr, epochs=1.0, max_steps=-1, precision="fp32", *
 def stock_classification(task, method, n_train, batch_size, evaluate, seed):
     """What an `adapters` user runs: pad every example to 128, Trainer/AdapterTrainer, fp32."""
     spec = resolve_task(task)
-    splits = load_task(task, max_train_examples=n_train)
-    tok = load_tokenizer(BACKBONE)
-
-    def encode(b):
-        pair = b["text_b"] if "text_b" in b else None
-        return tok(b["text_a"], pair, padding="max_length", truncation=True, max_length=STOCK_LENGTH)
-
-    enc = splits.map(encode, batched=True, remove_columns=[c for c in ("text_a", "text_b") if c in splits["train"].column_names])
-    config = FinetuneConfig(task=task, method=method, adapter_size=64 if method == "houlsby" else None, seed=seed).resolved()
-    set_seed(seed)  # the new head's init, as Trainer(model_init=...) would
-    model = AutoModelForSequenceClassification.from_pretrained(resolve_backbone(BACKBONE), num_labels=spec.num_labels)
-    model = METHODS.get(method).apply(model, config)
-    trainer_cls = Trainer
-    if method == "houlsby":
-        from adapters import AdapterTrainer
-
-        trainer_cls = AdapterTrainer
     timer = StepTimer()
-    with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
+    with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:  # data, model and training, as for ours
+        splits = load_task(task, max_train_examples=n_train)
+        tok = load_tokenizer(BACKBONE)
+
+        def encode(b):
+            pair = b["text_b"] if "text_b" in b else None
+            return tok(b["text_a"], pair, padding="max_length", truncation=True, max_length=STOCK_LENGTH)
+
+        text_columns = [c for c in ("text_a", "text_b") if c in splits["train"].column_names]
+        enc = splits.map(encode, batched=True, remove_columns=text_columns)
+        config = FinetuneConfig(task=task, method=method, adapter_size=64 if method == "houlsby" else None, seed=seed).resolved()
+        set_seed(seed)  # the new head's init, as Trainer(model_init=...) would
+        model = AutoModelForSequenceClassification.from_pretrained(resolve_backbone(BACKBONE), num_labels=spec.num_labels)
+        model = METHODS.get(method).apply(model, config)
+        trainer_cls = Trainer
+        if method == "houlsby":
+            from adapters import AdapterTrainer
+
+            trainer_cls = AdapterTrainer
         trainer = trainer_cls(
             model=model, args=_args(scratch, batch_size, LEARNING_RATES[method], seed=seed),
             train_dataset=enc["train"], eval_dataset=enc[spec.eval_split],
@@ -215,13 +217,13 @@ def stock_mlm(texts, max_len, steps, batch_size):
     """BertForMaskedLM + DataCollatorForLanguageModeling: one review per row, logits everywhere."""
     from datasets import Dataset
 
-    tok = load_tokenizer(BACKBONE)
-    model = AutoModelForMaskedLM.from_pretrained(resolve_backbone(BACKBONE), use_safetensors=True)
-    ds = Dataset.from_dict({"text": texts}).map(
-        lambda b: tok(b["text"], truncation=True, max_length=max_len), batched=True, remove_columns=["text"]
-    )
     timer = StepTimer()
     with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
+        tok = load_tokenizer(BACKBONE)
+        model = AutoModelForMaskedLM.from_pretrained(resolve_backbone(BACKBONE), use_safetensors=True)
+        ds = Dataset.from_dict({"text": texts}).map(
+            lambda b: tok(b["text"], truncation=True, max_length=max_len), batched=True, remove_columns=["text"]
+        )
         Trainer(
             model=model, args=_args(scratch, batch_size, 1e-4, max_steps=steps), train_dataset=ds,
             data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15), callbacks=[timer],
@@ -232,11 +234,11 @@ def stock_mlm(texts, max_len, steps, batch_size):
 
 def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTENTION_DROPOUT):
     """Packed rows, logits at masked positions only, bf16 autocast where native (`adaptstudy.pretrain`)."""
-    tok = load_tokenizer(BACKBONE)
-    model = load_mlm(BACKBONE, attention_dropout)
-    ds = pack_texts(texts, tok, max_len, drop_last=True)
     timer = StepTimer()
     with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
+        tok = load_tokenizer(BACKBONE)
+        model = load_mlm(BACKBONE, attention_dropout)
+        ds = pack_texts(texts, tok, max_len, drop_last=True)
         Trainer(
             model=model, train_dataset=ds, callbacks=[timer],
             args=_args(scratch, batch_size, 1e-4, max_steps=steps, remove_unused_columns=False, optim="adamw_torch_fused", precision="auto"),

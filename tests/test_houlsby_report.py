@@ -65,3 +65,14 @@ def test_ablation_matrix_is_first_by_last():
                                  {"first": 1, "last": 1, "accuracy": 66.0}]}  # fmt: skip
     matrix = hr.ablation_matrix(record)
     assert matrix.loc[0, 1] == 55.0 and matrix.loc[1, 1] == 66.0 and pd.isna(matrix.loc[1, 0])
+
+
+def test_a_layer_ablation_run_records_every_span_and_the_majority_class(data_dir):
+    from adaptstudy.train import finetune
+
+    record = finetune(FinetuneConfig(task="rte", method="houlsby", adapter_size=8, num_train_epochs=1, max_train_examples=32,
+                                     max_seq_length=48, batch_size=16, layer_ablation=True), write=False)  # fmt: skip
+    spans = {(r["first"], r["last"]) for r in record["layer_ablation"]}
+    assert spans == {(i, j) for i in range(6) for j in range(i, 6)}
+    assert round(record["majority_class_score"], 2) in {round(100 * 146 / 277, 2), round(100 * 131 / 277, 2)}  # RTE dev classes
+    assert hr.ablation_matrix(record).shape == (6, 6)

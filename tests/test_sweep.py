@@ -140,7 +140,7 @@ def test_a_killed_long_cell_resumes_from_its_checkpoint(tmp_path, data_dir):
     grid = write_grid(tmp_path / "g.yaml", {"seed": [5]}, fixed=fixed)
     results = tmp_path / "r"
     proc = _sweep_process(grid, results)
-    _wait_for(lambda: any(results.glob(".checkpoints/*/checkpoint-*/trainer_state.json")), 300, proc)
+    _wait_for(lambda: any(results.glob(".checkpoints/*/checkpoint-*/adaptstudy-complete")), 300, proc)
     time.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -151,3 +151,15 @@ def test_a_killed_long_cell_resumes_from_its_checkpoint(tmp_path, data_dir):
     assert not (results / ".checkpoints").exists()
     uninterrupted = finetune(FinetuneConfig(**TINY | fixed, seed=5), write=False)
     assert record["metrics"]["accuracy"] == pytest.approx(uninterrupted["metrics"]["accuracy"], abs=1e-6)
+
+
+def test_a_checkpoint_cut_off_while_saving_is_never_resumed_from(tmp_path):
+    from adaptstudy.train import COMPLETE_MARKER, last_complete_checkpoint
+
+    for step, complete in ((4, True), (8, True), (12, False)):  # the kill landed while step 12 was being saved
+        (tmp_path / f"checkpoint-{step}").mkdir()
+        if complete:
+            (tmp_path / f"checkpoint-{step}" / COMPLETE_MARKER).touch()
+    assert last_complete_checkpoint(tmp_path) == str(tmp_path / "checkpoint-8")
+    assert not (tmp_path / "checkpoint-12").exists()
+    assert last_complete_checkpoint(tmp_path / "missing") is None

@@ -80,6 +80,8 @@ def scale_note(runs: pd.DataFrame) -> str:
     backbones = ", ".join(sorted(runs["backbone"].unique()))
     seeds = runs.groupby(["task", "method"])["seed"].nunique()
     devices = ", ".join(sorted(runs["device"].unique()))
+    if "precision_used" in runs:
+        devices += " in " + ", ".join(sorted(runs["precision_used"].fillna("fp32").unique()))
     return (
         f"Ours: {len(runs)} runs on {backbones}, {seeds.min()}–{seeds.max()} seed(s) per cell, "
         f"{runs['config.num_train_epochs'].min():g}–{runs['config.num_train_epochs'].max():g} epochs, "

@@ -88,9 +88,8 @@ class Plan:
         for c in self.cells:
             cfg = c.config.resolved()
             rows.append({"run_id": c.run_id, "status": c.status, "task": cfg.task_name, "method": cfg.method,
-                         "adapter_size": cfg.adapter_size, "learning_rate": cfg.learning_rate, "seed": cfg.seed,
-                         "train_fraction": cfg.train_fraction, "error": c.error})  # fmt: skip
-        return pd.DataFrame(rows)
+                         **{k: getattr(cfg, k) for k in DESCRIBED[2:]}, "error": c.error})  # fmt: skip
+        return pd.DataFrame(rows).dropna(axis=1, how="all")
 
     def counts(self) -> dict[str, int]:
         statuses = [c.status for c in self.cells]
@@ -225,9 +224,12 @@ def _clean_temporary_files(folder: Path) -> None:
             leftover.unlink(missing_ok=True)
 
 
+DESCRIBED = ("task", "method", "adapter_size", "top_k_layers", "adapter_init_std", "adapter_variant", "learning_rate",
+             "seed", "train_fraction")  # fmt: skip
+
+
 def _describe(values: Mapping[str, Any]) -> str:
-    keys = ("task", "method", "adapter_size", "learning_rate", "seed", "train_fraction")
-    return " ".join(f"{k}={values[k]}" for k in keys if values.get(k) is not None)
+    return " ".join(f"{k}={values[k]}" for k in DESCRIBED if values.get(k) is not None)
 
 
 def main(argv: list[str] | None = None) -> int:
