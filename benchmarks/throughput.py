@@ -55,7 +55,7 @@ from adaptstudy.data import load_task, resolve_task
 from adaptstudy.device import native_bf16, training_arguments, use_bf16
 from adaptstudy.methods import METHODS
 from adaptstudy.pretrain import PRETRAIN_ATTENTION_DROPOUT, load_mlm, pack_texts
-from adaptstudy.results import versions
+from adaptstudy.results import git_commit, versions
 from adaptstudy.train import _metric_fn, finetune
 
 hf_logging.set_verbosity_error()
@@ -259,7 +259,7 @@ def run(quick: bool) -> dict:
             "cpu_capability": torch.backends.cpu.get_cpu_capability(), "native_bf16": native_bf16(),
             "matmul_fp32_flops": peak32, "matmul_bf16_flops": peak16,
         },
-        "versions": versions(), "quick": quick, "rows": [],
+        "versions": versions(), "git_commit": git_commit(), "quick": quick, "rows": [],
         "precision": {"stock": "fp32", "ours": "bf16 autocast" if use_bf16("auto") else "fp32"},
     }  # fmt: skip
     print(f"matmul peak: fp32 {peak32 / 1e9:.0f} GFLOP/s, bf16 {peak16 / 1e9:.0f} GFLOP/s", flush=True)

@@ -32,6 +32,14 @@ def efficiency_table(benchmark: dict) -> pd.DataFrame:
     return rows
 
 
+def display_efficiency(table: pd.DataFrame):
+    """The benchmark table rounded for reading."""
+    formats = {"examples/s": "{:.1f}", "useful tokens/s": "{:,.0f}", "× examples/s": "{:.2f}", "× tokens/s": "{:.2f}",
+               "MFU % (fp32 peak)": "{:.0f}", "MFU % (bf16 peak)": "{:.0f}", "peak memory added (MB)": "{:,.0f}",
+               "dev metric (mean)": "{:.1f}", "dev sd": "{:.1f}"}  # fmt: skip
+    return table.style.format(formats, na_rep="–").hide(axis="index")
+
+
 def targets(benchmark: dict) -> pd.DataFrame:
     """Each of the performance issue's targets, measured, with a verdict."""
     rows = pd.DataFrame(benchmark["rows"])
