@@ -53,6 +53,16 @@ def test_table1_reports_seeds_at_the_chosen_rate_and_the_best_size(runs):
     assert table.loc[(ours, "houlsby-best"), "trained/task"] == f"{100 * 200_000 / BACKBONE:.2f}%"
 
 
+def test_table2_published_rows_agree_with_the_papers_printed_averages():
+    """A mistyped cell (off by 2 points or more) would move its column's mean off the average the paper prints."""
+    table = hr.table2_published().set_index("task")
+    tasks = table.drop(index=["average", "total params", "trained/task"])
+    assert len(tasks) == 17 and set(tasks["ours"]) == {"not run offline"}
+    for method in ("no-bert-baseline", "full", "top_k-best", "houlsby-best"):
+        mean = tasks[method].str.split(" ± ").str[0].astype(float).mean()
+        assert abs(mean - float(table.loc["average", method])) <= 0.1, method  # both sides rounded to 0.1
+
+
 def test_verdicts_follow_the_numbers(runs):
     verdicts = hr.claims(runs, []).set_index("claim")["verdict"]
     assert verdicts.iloc[0] == "holds"  # best adapter size (67.0) is above full fine-tuning (65.0)

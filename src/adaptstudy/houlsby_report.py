@@ -10,7 +10,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from adaptstudy.published import HOULSBY_2019, HOULSBY_NOT_OFFLINE, HOULSBY_TABLE1_PARAMS, published_frame
+from adaptstudy.published import (
+    HOULSBY_2019,
+    HOULSBY_NOT_OFFLINE,
+    HOULSBY_OFFLINE_ONLY_HUB,
+    HOULSBY_TABLE1_PARAMS,
+    HOULSBY_TABLE2_AVERAGE,
+    HOULSBY_TABLE2_METHODS,
+    HOULSBY_TABLE2_PARAMS,
+    published_frame,
+)
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
 SIZES = (8, 64, 256)
@@ -92,7 +101,7 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
                 size = f" [{label.split('-')[1]}]" if row_name == "houlsby-best" else ""
                 ours[row_name][task] = f"{r['mean']:.1f} ± {0 if pd.isna(r['sd']) else r['sd']:.1f} ({r['seeds']}){size}"
                 means[row_name][task] = r["mean"]
-    published = published_frame(HOULSBY_2019)
+    published = published_frame(HOULSBY_2019, source="Table 1")
     rows = []
     for row_name, text in ours.items():
         params = _ours_params(chosen, row_name, best_label)
@@ -284,3 +293,26 @@ def plot_init(frame: pd.DataFrame):
     ax = sns.lineplot(data=frame, x="init_std", y="main_metric_value", hue="task", marker="o")
     ax.set(xscale="log", xlabel="adapter init std (log scale)", ylabel="dev metric (points)")
     return ax
+
+
+def table2_published() -> pd.DataFrame:
+    """The paper's Table 2 (17 more classification tasks, BERT-base, test accuracy, mean ± s.e.m.), not run offline."""
+    published = published_frame(HOULSBY_2019, source="Table 2")
+    cell = [f"{v:.1f}" if pd.isna(e) else f"{v:.1f} ± {e:.1f}" for v, e in zip(published["value"], published["sem"])]
+    table = published.assign(cell=cell).pivot(index="task", columns="method", values="cell")[list(HOULSBY_TABLE2_METHODS)]
+    table = table.loc[published["task"].unique()]  # the paper's order
+    table["ours"] = "not run offline"
+    table.loc["average"] = [*(f"{HOULSBY_TABLE2_AVERAGE[m]:.1f}" for m in HOULSBY_TABLE2_METHODS), "–"]
+    for key, label in (("total_params_x", "total params"), ("trained_pct", "trained/task")):
+        unit = "×" if key == "total_params_x" else "%"
+        table.loc[label] = ["–", *(f"{HOULSBY_TABLE2_PARAMS[m][key]:g}{unit}" for m in HOULSBY_TABLE2_METHODS[1:]), "–"]
+    table["Hub data set (GPU profile)"] = [HOULSBY_OFFLINE_ONLY_HUB.get(t, "–") for t in table.index]
+    return table.rename_axis("task").reset_index()
+
+
+def squad_published() -> pd.DataFrame:
+    """The paper's SQuAD v1.1 figures (Section 3.5), not run offline."""
+    published = published_frame(HOULSBY_2019, source="Section 3.5, Figure 5")
+    return published.assign(ours="not run offline", hub=HOULSBY_OFFLINE_ONLY_HUB["squad-v1.1"])[
+        ["task", "method", "metric", "value", "backbone", "split", "ours", "hub"]
+    ].rename(columns={"value": "published", "hub": "Hub data set (GPU profile)"})
