@@ -13,7 +13,7 @@ import pandas as pd
 from adaptstudy.published import (
     HOULSBY_2019,
     HOULSBY_NOT_OFFLINE,
-    HOULSBY_OFFLINE_ONLY_HUB,
+    HOULSBY_HUB_COPIES,
     HOULSBY_TABLE1_PARAMS,
     HOULSBY_TABLE2_AVERAGE,
     HOULSBY_TABLE2_METHODS,
@@ -303,16 +303,15 @@ def table2_published() -> pd.DataFrame:
     table = table.loc[published["task"].unique()]  # the paper's order
     table["ours"] = "not run offline"
     table.loc["average"] = [*(f"{HOULSBY_TABLE2_AVERAGE[m]:.1f}" for m in HOULSBY_TABLE2_METHODS), "–"]
-    for key, label in (("total_params_x", "total params"), ("trained_pct", "trained/task")):
-        unit = "×" if key == "total_params_x" else "%"
+    for key, label, unit in (("total_params_x", "total params", "×"), ("trained_pct", "trained/task", "%")):
         table.loc[label] = ["–", *(f"{HOULSBY_TABLE2_PARAMS[m][key]:g}{unit}" for m in HOULSBY_TABLE2_METHODS[1:]), "–"]
-    table["Hub data set (GPU profile)"] = [HOULSBY_OFFLINE_ONLY_HUB.get(t, "–") for t in table.index]
+    table["Hub data set (GPU profile)"] = [HOULSBY_HUB_COPIES.get(t, "–") for t in table.index]
     return table.rename_axis("task").reset_index()
 
 
 def squad_published() -> pd.DataFrame:
     """The paper's SQuAD v1.1 figures (Section 3.5), not run offline."""
     published = published_frame(HOULSBY_2019, source="Section 3.5, Figure 5")
-    return published.assign(ours="not run offline", hub=HOULSBY_OFFLINE_ONLY_HUB["squad-v1.1"])[
+    return published.assign(ours="not run offline", hub=HOULSBY_HUB_COPIES["squad-v1.1"])[
         ["task", "method", "metric", "value", "backbone", "split", "ours", "hub"]
     ].rename(columns={"value": "published", "hub": "Hub data set (GPU profile)"})

@@ -83,7 +83,7 @@ _HOULSBY_SQUAD = dict(paper=HOULSBY_2019, source="Section 3.5, Figure 5", backbo
                       split="SQuAD v1.1 validation", task="squad-v1.1", metric="f1")  # fmt: skip
 _HOULSBY_SQUAD_ROWS = {"full": 90.7, "houlsby-64": 90.4, "houlsby-2": 89.9}
 # Hub copies a GPU user can start from (none is in the local mirror).
-HOULSBY_OFFLINE_ONLY_HUB = {
+HOULSBY_HUB_COPIES = {
     "20 newsgroups": "SetFit/20_newsgroups",
     "Crowdflower airline": "tasksource/crowdflower (config airline-sentiment)",
     "SMS spam collection": "ucirvine/sms_spam",
