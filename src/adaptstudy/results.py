@@ -58,9 +58,28 @@ def git_commit() -> str | None:
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident memory so far (Linux reports KiB, macOS bytes)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """This process's peak resident memory: since `reset_peak_rss()` on Linux, else since it started."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # never reset; Linux KiB, macOS bytes
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def reset_peak_rss() -> str:
+    """Start a new peak-memory window, so that one run of many in a process (a sweep) reports its own peak.
+
+    Returns the scope the next `peak_rss_mb()` covers: "run" where Linux lets us reset the high-water
+    mark (`/proc/self/clear_refs`), else "process".
+    """
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return "run"
+    except OSError:
+        return "process"
 
 
 def base_record(config) -> dict[str, Any]:

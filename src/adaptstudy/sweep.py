@@ -11,6 +11,9 @@ A grid file names a study, the settings every cell shares, and the axes to cross
         full: {learning_rate: [5.0e-5]}
         houlsby: {adapter_size: [8, 64], learning_rate: [5.0e-4]}
 
+`axes` may also be a list of such mappings (blocks): each block is crossed on its own and the cells
+of all blocks are run in order, e.g. a different learning rate per task or per adapter size.
+
 Every cell is validated before anything trains. A cell whose record exists with status `ok` is
 skipped, so rerunning the same command continues where it stopped; a cell that raises (or whose
 loss is not finite) leaves a `failed` record with the traceback and the sweep goes on. Long cells
@@ -40,6 +43,9 @@ from adaptstudy.results import TMP_PREFIX, base_record, resolve_results_dir, wri
 CHECKPOINTS = ".checkpoints"
 
 
+Axes = dict[str, list[Any] | dict[str, dict[str, list[Any]]]]
+
+
 class Grid(BaseModel):
     """A sweep file, validated."""
 
@@ -48,22 +54,32 @@ class Grid(BaseModel):
     study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     fixed: dict[str, Any] = {}
-    axes: dict[str, list[Any] | dict[str, dict[str, list[Any]]]] = Field(min_length=1)
+    axes: Axes | list[Axes] = Field(min_length=1)
 
     @field_validator("axes")
     @classmethod
     def _non_empty(cls, axes):
-        for name, values in axes.items():
-            if not values:
-                raise ValueError(f"axis {name!r} is empty: the grid would have no cells")
-            if isinstance(values, dict):
-                if name != "method":
-                    raise ValueError(f"only the `method` axis may map names to their own axes, not {name!r}")
-                for method, sub in values.items():
-                    for sub_name, sub_values in (sub or {}).items():
-                        if not isinstance(sub_values, list) or not sub_values:
-                            raise ValueError(f"axis method.{method}.{sub_name} must be a non-empty list")
+        for block in axes if isinstance(axes, list) else [axes]:
+            _check_block(block)
         return axes
+
+    def blocks(self) -> list[Axes]:
+        return self.axes if isinstance(self.axes, list) else [self.axes]
+
+
+def _check_block(axes: Axes) -> None:
+    if not axes:
+        raise ValueError("a block of axes is empty: it would have no cells")
+    for name, values in axes.items():
+        if not values:
+            raise ValueError(f"axis {name!r} is empty: the grid would have no cells")
+        if isinstance(values, dict):
+            if name != "method":
+                raise ValueError(f"only the `method` axis may map names to their own axes, not {name!r}")
+            for method, sub in values.items():
+                for sub_name, sub_values in (sub or {}).items():
+                    if not isinstance(sub_values, list) or not sub_values:
+                        raise ValueError(f"axis method.{method}.{sub_name} must be a non-empty list")
 
 
 @dataclass
@@ -125,9 +141,13 @@ def load_grid(path: str | Path) -> Grid:
 
 
 def expand(grid: Grid) -> list[dict[str, Any]]:
-    """Every combination of the axes, merged over the fixed settings, in file order."""
-    plain = {k: v for k, v in grid.axes.items() if not isinstance(v, dict)}
-    per_method = grid.axes.get("method") if isinstance(grid.axes.get("method"), dict) else None
+    """Every combination of each block's axes, merged over the fixed settings, in file order."""
+    return [cell for block in grid.blocks() for cell in _expand_block(block, grid.fixed)]
+
+
+def _expand_block(axes: Axes, fixed: dict[str, Any]) -> list[dict[str, Any]]:
+    plain = {k: v for k, v in axes.items() if not isinstance(v, dict)}
+    per_method = axes.get("method") if isinstance(axes.get("method"), dict) else None
     method_options: list[dict[str, Any]] = [{}]
     if per_method is not None:
         method_options = []
@@ -138,7 +158,7 @@ def expand(grid: Grid) -> list[dict[str, Any]]:
     cells = []
     for values in itertools.product(*plain.values()):
         for option in method_options:
-            cells.append({**grid.fixed, **dict(zip(plain, values)), **option})
+            cells.append({**fixed, **dict(zip(plain, values)), **option})
     return cells
 
 

@@ -26,7 +26,7 @@ from adaptstudy.data import TaskSpec, load_task, resolve_task
 from adaptstudy.device import training_arguments, use_bf16
 from adaptstudy.methods import METHODS, adapters_removed, count_parameters
 from adaptstudy.metrics import compute_metrics
-from adaptstudy.results import base_record, peak_rss_mb, resolve_results_dir, write_record
+from adaptstudy.results import base_record, peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
 
 
 # Batches pad to their longest example rounded up to a multiple of 16: a handful of distinct shapes
@@ -195,6 +195,7 @@ def finetune(
     config = config.resolved()
     spec = resolve_task(config.task)
     record = base_record(config)  # before training: the commit and versions that this run starts from
+    peak_rss_scope = reset_peak_rss()
 
     from transformers import DataCollatorWithPadding, Trainer, set_seed
 
@@ -276,6 +277,7 @@ def finetune(
         train_examples_per_s=len(train_set) * epochs / train_time,
         train_tokens_per_s=tokens * epochs / train_time,
         peak_rss_mb=peak_rss_mb(),
+        peak_rss_scope=peak_rss_scope,
         device="cuda" if torch.cuda.is_available() else "cpu",
         precision_used="bf16" if use_bf16(config.precision) else "fp32",
         torch_threads=torch.get_num_threads(),
