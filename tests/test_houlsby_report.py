@@ -37,9 +37,21 @@ def runs(tmp_path):
     return records_frame(tmp_path)
 
 
-def test_learning_rates_are_chosen_on_seed_0(runs):
-    chosen = hr.chosen_learning_rates(runs).set_index("family")["learning_rate"]
-    assert chosen.to_dict() == {"full": 5e-5, "houlsby": 1e-3}
+def test_learning_rates_are_chosen_on_seed_0_per_method_and_size(runs):
+    chosen = hr.chosen_learning_rates(runs).set_index("label")["learning_rate"]
+    assert chosen.to_dict() == {"full": 5e-5, "houlsby-8": 1e-3, "houlsby-64": 1e-3}
+
+
+def test_each_adapter_size_uses_its_own_chosen_rate(tmp_path):
+    for lr, score in ((1e-3, 70.0), (1e-2, 60.0)):
+        _run(tmp_path, score, method="houlsby", size=64, lr=lr, trainable=1_000_000)
+    for lr, score in ((1e-3, 50.0), (1e-2, 58.0)):  # size 256 diverges at 64's rate, learns at its own
+        _run(tmp_path, score, method="houlsby", size=256, lr=lr, trainable=4_000_000)
+    runs = records_frame(tmp_path)
+    sizes = hr.size_table(runs).set_index("label")["mean"]
+    assert sizes.to_dict() == {"houlsby-64": 70.0, "houlsby-256": 58.0}
+    trade = hr.tradeoff_frame(runs)
+    assert sorted(zip(trade["label"], trade["config.learning_rate"])) == [("houlsby-256", 1e-2), ("houlsby-64", 1e-3)]
 
 
 def test_table1_reports_seeds_at_the_chosen_rate_and_the_best_size(runs):

@@ -163,3 +163,10 @@ def test_a_checkpoint_cut_off_while_saving_is_never_resumed_from(tmp_path):
     assert last_complete_checkpoint(tmp_path) == str(tmp_path / "checkpoint-8")
     assert not (tmp_path / "checkpoint-12").exists()
     assert last_complete_checkpoint(tmp_path / "missing") is None
+
+
+def test_checkpoints_are_ignored_by_git():
+    """A sweep's in-flight checkpoints hold model and optimizer state (hundreds of MB): never committed."""
+    probe = f"results/houlsby/{sw.CHECKPOINTS}/0123456789abcdef/checkpoint-10/optimizer.pt"
+    ignored = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT)
+    assert ignored.returncode == 0, f"{probe} is not ignored by .gitignore"

@@ -1,8 +1,8 @@
 """The Houlsby et al. (2019) chapter: Table 1, the parameter/performance trade-off, the layer
 ablation, the initialisation scale and the adapter size, from the records of study `houlsby`.
 
-Learning rates are chosen on dev with seed 0 (per task and method, adapters of every size taking the
-rate chosen for size 64); Table 1 then reports mean ± sd over the seeds at the chosen rate.
+Learning rates are chosen on dev with seed 0, per task for full fine-tuning and for each adapter size
+(as the paper chose per size); Table 1 then reports mean ± sd over the seeds at the chosen rate.
 """
 
 from __future__ import annotations
@@ -49,26 +49,29 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.assign(label=labels, plain=plain.values)
 
 
+SELECTED_LABELS = ["full", *(f"houlsby-{s}" for s in SIZES)]
+
+
 def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (task, family): the learning rate with the best seed-0 dev score among the grid (full, houlsby-64)."""
+    """Per (task, label) of full fine-tuning and each Table 1 adapter size: the seed-0 rate with the best dev score."""
     runs = label_runs(runs)
-    grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED) & runs["label"].isin(["full", "houlsby-64"])]
+    grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED) & runs["label"].isin(SELECTED_LABELS)]
     if grid.empty:
-        return pd.DataFrame(columns=["task", "family", "learning_rate", "grid", "dev score"])
+        return pd.DataFrame(columns=["task", "label", "learning_rate", "grid", "dev score"])
     rows = []
     for (task, label), group in grid.groupby(["task", "label"]):
         best = group.loc[group["main_metric_value"].idxmax()]
         rates = ", ".join(f"{lr:g}: {v:.1f}" for lr, v in sorted(zip(group["config.learning_rate"], group["main_metric_value"])))
-        rows.append({"task": task, "family": label.split("-")[0], "learning_rate": best["config.learning_rate"],
+        rows.append({"task": task, "label": label, "learning_rate": best["config.learning_rate"],
                      "grid": rates, "dev score": best["main_metric_value"]})  # fmt: skip
-    return pd.DataFrame(rows)
+    order = {label: i for i, label in enumerate(SELECTED_LABELS)}
+    return pd.DataFrame(rows).sort_values(["task", "label"], key=lambda c: c.map(order) if c.name == "label" else c)
 
 
 def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """The plain runs made at the learning rate chosen for their task and method family."""
+    """The plain runs made at the learning rate chosen for their task and label (method and size)."""
     runs, chosen = label_runs(runs), chosen_learning_rates(runs)
-    runs = runs.loc[runs["plain"]].assign(family=lambda r: r["method"])
-    merged = runs.merge(chosen[["task", "family", "learning_rate"]], on=["task", "family"])
+    merged = runs.loc[runs["plain"]].merge(chosen[["task", "label", "learning_rate"]], on=["task", "label"])
     return merged[np.isclose(merged["config.learning_rate"].astype(float), merged["learning_rate"].astype(float))]
 
 
@@ -143,9 +146,17 @@ def _ours_params(chosen: pd.DataFrame, row_name: str, best_label: dict[str, str]
 
 
 def tradeoff_frame(runs: pd.DataFrame) -> pd.DataFrame:
-    """Seed-0 plain runs of every method family: trained parameters against the dev metric."""
+    """Seed-0 plain runs of every method family: trained parameters against the dev metric.
+
+    Where a label had a learning-rate grid (full, adapters 8/64/256) only its chosen rate is kept;
+    the other points were run once, at the rate chosen for size 64 (adapters) or full fine-tuning.
+    """
     runs = label_runs(runs)
     runs = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED)]
+    chosen = chosen_learning_rates(runs).set_index(["task", "label"])["learning_rate"]
+    keep = [(t, lab) not in chosen.index or np.isclose(lr, chosen[(t, lab)])
+            for t, lab, lr in zip(runs["task"], runs["label"], runs["config.learning_rate"].astype(float))]  # fmt: skip
+    runs = runs[keep]
     family = runs["method"].replace({"houlsby": "adapters (houlsby, sizes 2–256)", "top_k": "top-k layers fine-tuned",
                                      "layernorm": "layer norm only", "full": "full fine-tuning"})  # fmt: skip
     return runs.assign(family=family)[["task", "method", "label", "family", "trainable_params", "main_metric", "main_metric_value", "config.learning_rate"]]
