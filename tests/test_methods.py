@@ -70,7 +70,7 @@ def test_houlsby_starts_near_identity(data_dir):
 
 
 def test_unknown_method_lists_valid_names():
-    with pytest.raises(Exception, match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, full, houlsby, layernorm, pfeiffer, top_k"):
+    with pytest.raises(Exception, match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, compacter, embeddings_only, encoder_only, full, houlsby, ia3, layernorm, lora, pfeiffer, prefix_tuning, prompt_tuning, top_k, unipelt"):
         METHODS.get("houlsbi")
 
 
@@ -154,3 +154,63 @@ def test_houlsby_variants_add_what_they_say_and_train_only_adapters_norms_and_he
     assert reported == expected
     if variant == "attention_only":
         assert not any(re.search(r"layer\.\d+\.output\.adapters\.", n) for n in adapter_names)  # none after the FFN
+
+
+EMBEDDINGS = 30522 * H + 512 * H + 2 * H + 2 * H  # word, position, token type, layer norm
+LAYER = 4 * (H * H + H) + (H * FF + FF) + (FF * H + H) + 2 * 2 * H
+
+
+def _trained(model) -> set[str]:
+    return {n for n, p in model.named_parameters() if p.requires_grad}
+
+
+def test_embeddings_only_trains_the_embedding_layer_and_head():
+    model = _model("embeddings_only")
+    assert count_parameters(model)["trainable_params"] == EMBEDDINGS + HEAD
+    assert all(".embeddings." in n or re.search(r"(classifier|pooler)\.", n) for n in _trained(model))
+
+
+def test_encoder_only_trains_every_layer_but_not_the_embeddings():
+    model = _model("encoder_only")
+    assert count_parameters(model)["trainable_params"] == L * LAYER + HEAD
+    assert not any(".embeddings." in n for n in _trained(model))
+
+
+@pytest.mark.parametrize(
+    "method, added",
+    [
+        ("prompt_tuning", 20 * H),  # 20 soft tokens
+        ("lora", L * 2 * (8 * H + H * 8)),  # A and B on query and value, r 8
+        ("ia3", L * (H + H + FF)),  # key, value and feed-forward scaling vectors
+        ("compacter", None),
+        ("prefix_tuning", None),
+        ("unipelt", None),
+    ],
+)
+def test_library_methods_train_only_what_they_add_and_the_head(method, added):
+    model = _model(method)
+    counts = count_parameters(model)
+    extra = counts["total_params"] - counts["backbone_params"] - HEAD
+    assert counts["backbone_params"] == EMBEDDINGS + L * LAYER  # nothing added is counted as backbone
+    assert counts["trainable_params"] == extra + HEAD  # every added weight trains, no backbone weight does
+    if added is not None:
+        assert extra == added
+    assert 0 < extra < counts["backbone_params"] / 5
+
+
+@pytest.mark.parametrize("method", ["embeddings_only", "prompt_tuning", "lora", "ia3", "prefix_tuning", "compacter", "unipelt"])
+def test_a_training_step_moves_only_the_trained_weights(method, data_dir):
+    model = _model(method, seed=3)
+    frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    trained = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    dev = load_task("rte", data_dir)["dev"].select(range(8))
+    batch = AutoTokenizer.from_pretrained(resolve_backbone("minilm-l6"))(
+        list(dev["text_a"]), list(dev["text_b"]), padding=True, truncation=True, max_length=64, return_tensors="pt")
+    model.train()
+    loss = model(**batch, labels=torch.tensor(dev["label"])).loss
+    loss.backward()
+    torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1.0).step()
+    params = dict(model.named_parameters())
+    assert all(torch.equal(params[n], v) for n, v in frozen.items())
+    moved = [n for n, v in trained.items() if not torch.equal(params[n], v)]
+    assert any(not re.search(r"(classifier|pooler)\.", n) for n in moved), f"{method}: only the head moved"

@@ -21,6 +21,8 @@ from adaptstudy.registry import Registry
 
 ADAPTER_NAME = "task"
 HEAD_PATTERN = re.compile(r"(^|\.)(classifier|pooler|score|heads)\.")
+# Modules the `adapters` package adds: bottleneck adapters, LoRA/IA3, prefixes, soft prompts, Compacter's shared rule.
+ADDED_PATTERN = re.compile(r"(^|\.)(adapters|loras|prefix_tuning|prompt_tuning|shared_parameters)\.")
 LAYER_PATTERN = re.compile(r"\.layer\.(\d+)\.")
 
 
@@ -133,6 +135,24 @@ def _rescale_adapter_init(model: nn.Module, config) -> None:
                 param.zero_()
 
 
+PROMPT_TOKENS = 20
+
+
+def _library_method(config_class: str, **options) -> Callable[[nn.Module, object], nn.Module]:
+    """`prepare` for a method the `adapters` package implements (its config class by name, imported
+    late like the package itself): add it under one name and activate it."""
+
+    def prepare(model: nn.Module, config) -> nn.Module:
+        import adapters
+
+        adapters.init(model)
+        model.add_adapter(ADAPTER_NAME, config=getattr(adapters, config_class)(**options))
+        model.train_adapter(ADAPTER_NAME)
+        return model
+
+    return prepare
+
+
 def _in_top_layers(name: str, model: nn.Module, config) -> bool:
     index = layer_index(name)
     return index is not None and index >= model.config.num_hidden_layers - config.top_k_layers
@@ -140,6 +160,19 @@ def _in_top_layers(name: str, model: nn.Module, config) -> bool:
 
 def _is_adapter(name: str) -> bool:
     return ".adapters." in name
+
+
+def is_added(name: str) -> bool:
+    """A weight that a method added to the backbone (adapter, LoRA, prefix, prompt, ...)."""
+    return bool(ADDED_PATTERN.search(name))
+
+
+def _is_embedding(name: str) -> bool:
+    return ".embeddings." in name or name.startswith("embeddings.")
+
+
+def _is_encoder_layer(name: str) -> bool:
+    return layer_index(name) is not None and not is_added(name)
 
 
 def _is_bias(name: str) -> bool:
@@ -187,6 +220,63 @@ for _m in (
         trainable=lambda n, *_: _is_bias(n) or is_head(n),
         default_learning_rate=1e-3,
     ),
+    Method(
+        "embeddings_only",
+        "the embedding layer (word, position, token-type embeddings and their layer norm) + head",
+        trainable=lambda n, *_: _is_embedding(n) or is_head(n),
+        default_learning_rate=1e-3,
+    ),
+    Method(
+        "encoder_only",
+        "every transformer layer + head; the embedding layer frozen",
+        trainable=lambda n, *_: _is_encoder_layer(n) or is_head(n),
+        default_learning_rate=5e-5,
+    ),
+    Method(
+        "prompt_tuning",
+        f"{PROMPT_TOKENS} soft-prompt tokens prepended to the input embeddings (Lester et al. 2021) + head",
+        trainable=lambda n, *_: is_added(n) or is_head(n),
+        prepare=_library_method("PromptTuningConfig", prompt_length=PROMPT_TOKENS),
+        default_learning_rate=3e-2,
+    ),
+    Method(
+        "lora",
+        "LoRA (Hu et al. 2022) on the query and value projections, r 8, alpha 8 (adapters' defaults) + head",
+        trainable=lambda n, *_: is_added(n) or is_head(n),
+        prepare=_library_method("LoRAConfig"),
+        default_learning_rate=1e-3,
+    ),
+    Method(
+        "ia3",
+        "IA3 (Liu et al. 2022): learned scaling of keys, values and the feed-forward activations + head",
+        trainable=lambda n, *_: is_added(n) or is_head(n),
+        prepare=_library_method("IA3Config"),
+        default_learning_rate=3e-3,
+    ),
+    Method(
+        "prefix_tuning",
+        "prefix tuning (Li & Liang 2021): 30 prefix tokens per layer through the reparameterising MLP "
+        "(adapters' defaults; the MLP trains and counts) + head",
+        trainable=lambda n, *_: is_added(n) or is_head(n),
+        prepare=_library_method("PrefixTuningConfig"),
+        default_learning_rate=1e-3,
+    ),
+    Method(
+        "compacter",
+        "Compacter (Mahabadi et al. 2021): Kronecker-factored low-rank adapters, reduction factor 32, "
+        "n 4 (adapters' defaults) + head",
+        trainable=lambda n, *_: is_added(n) or is_head(n),
+        prepare=_library_method("CompacterConfig"),
+        default_learning_rate=3e-3,
+    ),
+    Method(
+        "unipelt",
+        "UniPELT (Mao et al. 2022), adapters' definition: gated LoRA (r 8), prefix tuning (10 tokens) and a "
+        "seq_bn adapter (reduction factor 16) + head",
+        trainable=lambda n, *_: is_added(n) or is_head(n),
+        prepare=_library_method("UniPELTConfig"),
+        default_learning_rate=1e-3,
+    ),
 ):
     METHODS.add(_m.name, _m)
 
@@ -194,7 +284,7 @@ for _m in (
 def count_parameters(model: nn.Module) -> dict[str, int]:
     """Trainable and total parameters (head included), and the backbone's own size."""
     params = dict(model.named_parameters())
-    backbone = sum(p.numel() for n, p in params.items() if not is_head(n) and not _is_adapter(n))
+    backbone = sum(p.numel() for n, p in params.items() if not is_head(n) and not is_added(n))
     counts = {
         "trainable_params": sum(p.numel() for p in params.values() if p.requires_grad),
         "total_params": sum(p.numel() for p in params.values()),
