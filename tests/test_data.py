@@ -142,3 +142,30 @@ def test_a_task_without_an_evaluation_split_is_rejected():
             "label_field": "l", "labels": ["a"], "metrics": ["accuracy"], "main_metric": "accuracy"}  # fmt: skip
     with pytest.raises(ValueError, match="needs a 'train' split and an evaluation split"):
         resolve_task(spec)
+
+DUPLICATED_IMDB_REVIEWS = 92  # distinct texts that occur more than once among the 25k labelled reviews
+
+
+def test_imdb_loads_the_mirrors_20k_and_5k_balanced(data_dir):
+    splits = load_task("imdb", data_dir)
+    assert (len(splits["train"]), len(splits["dev"])) == (20000, 5000)
+    assert sum(splits["dev"]["label"]) == 2500
+
+
+@pytest.mark.parametrize("share", [0.9, 0.3])
+def test_resplit_pools_all_reviews_and_splits_them_stratified_and_disjoint(share, data_dir):
+    splits = load_task("imdb", data_dir, resplit_train_share=share, data_seed=0)
+    train, dev = splits["train"], splits["dev"]
+    assert len(train) == round(share * 25000) and len(train) + len(dev) == 25000
+    assert abs(sum(train["label"]) / len(train) - 0.5) < 1e-3  # stratified: both halves balanced
+    assert len(set(train["text_a"]) & set(dev["text_a"])) <= DUPLICATED_IMDB_REVIEWS  # only reviews that occur twice
+    again = load_task("imdb", data_dir, resplit_train_share=share, data_seed=0)
+    assert again["train"]["text_a"][:5] == train["text_a"][:5]
+
+
+def test_resplit_caps_nest_the_smaller_setting_in_the_larger_pool(data_dir):
+    """The 30%/70% setting with a third of the 90%/10% setting's training cap, and a capped dev set."""
+    big = load_task("imdb", data_dir, max_train_examples=1200, resplit_train_share=0.9, max_eval_examples=500)
+    small = load_task("imdb", data_dir, max_train_examples=400, resplit_train_share=0.3, max_eval_examples=500)
+    assert (len(big["train"]), len(big["dev"]), len(small["train"]), len(small["dev"])) == (1200, 500, 400, 500)
+    assert len(set(small["train"]["text_a"]) & set(small["dev"]["text_a"])) <= DUPLICATED_IMDB_REVIEWS

@@ -43,6 +43,7 @@ def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "par
 # neutral value, so that every earlier run keeps its id.
 NEUTRAL_SINCE_FIRST_RECORDS = {
     "train_fraction": 1.0, "top_k_layers": None, "adapter_init_std": None, "layer_ablation": False, "adapter_variant": None,
+    "resplit_train_share": None, "max_eval_examples": None,
 }  # fmt: skip
 
 
@@ -74,6 +75,9 @@ class FinetuneConfig(BaseModel):
     top_k_layers: int | None = Field(None, ge=1, description="top_k: how many of the top transformer layers train")
     adapter_init_std: float | None = Field(None, gt=0, description="adapter methods: init std (None: the library's 1e-2)")
     layer_ablation: bool = Field(False, description="adapter methods: after training, evaluate with each span of layers' adapters removed")
+    resplit_train_share: float | None = Field(
+        None, gt=0, lt=1, description="pool the task's labelled splits and re-split them, this share for training (seeded by data_seed)")
+    max_eval_examples: int | None = Field(None, gt=0, description="None: the whole evaluation split; else a seeded subsample")
     adapter_variant: Literal["layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel"] | None = Field(
         None, description="houlsby: an architecture variant from the paper's ablations (None: the plain adapter)")
 
@@ -131,10 +135,15 @@ class FinetuneConfig(BaseModel):
         """How many training examples to keep: `train_fraction` of `max_train_examples` (or of the whole set)."""
         if self.train_fraction == 1.0:
             return self.max_train_examples
+        total = self.max_train_examples or len(self.load_splits(cap=False)["train"])
+        return max(1, round(self.train_fraction * total))
+
+    def load_splits(self, cap: bool = True):
+        """The task's splits as this run uses them: re-split, then capped and subsampled."""
         from adaptstudy.data import load_task
 
-        total = self.max_train_examples or len(load_task(self.task, self.data_dir)["train"])
-        return max(1, round(self.train_fraction * total))
+        return load_task(self.task, self.data_dir, self.train_examples_cap() if cap else None, self.data_seed,
+                         resplit_train_share=self.resplit_train_share, max_eval_examples=self.max_eval_examples)  # fmt: skip
 
     @property
     def run_id(self) -> str:

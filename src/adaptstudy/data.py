@@ -120,8 +120,16 @@ def load_task(
     data_dir: str | os.PathLike | None = None,
     max_train_examples: int | None = None,
     data_seed: int = 0,
+    resplit_train_share: float | None = None,
+    max_eval_examples: int | None = None,
 ) -> DatasetDict:
-    """All splits of a task, from the data directory or else the Hub; train optionally subsampled."""
+    """All splits of a task, from the data directory or else the Hub.
+
+    With `resplit_train_share`, every labelled split is pooled and split again (stratified, seeded by
+    `data_seed`) into train and the evaluation split, as papers that make their own split do. Then
+    train is optionally capped to `max_train_examples` and the evaluation split to `max_eval_examples`
+    (seeded subsamples; a smaller cap keeps a subset of a larger one's rows).
+    """
     spec = resolve_task(task)
     root = resolve_data_dir(data_dir)
     paths = {split: root / rel for split, rel in spec.files.items()}
@@ -130,9 +138,24 @@ def load_task(
         splits = DatasetDict({split: _read_split(spec, path) for split, path in paths.items()})
     else:
         splits = _load_from_hub(spec, root, missing)
+    if resplit_train_share is not None:
+        splits = resplit(splits, spec, resplit_train_share, data_seed)
     if max_train_examples is not None:
         splits["train"] = subsample(splits["train"], max_train_examples, data_seed)
+    if max_eval_examples is not None:
+        splits[spec.eval_split] = subsample(splits[spec.eval_split], max_eval_examples, data_seed)
     return splits
+
+
+def resplit(splits: DatasetDict, spec: TaskSpec, train_share: float, seed: int) -> DatasetDict:
+    """All rows of every split pooled, then split `train_share` / rest into train / the evaluation split."""
+    from datasets import concatenate_datasets
+    from sklearn.model_selection import train_test_split
+
+    pooled = concatenate_datasets([splits[s] for s in splits])
+    stratify = None if spec.is_regression else pooled["label"]
+    train_idx, eval_idx = train_test_split(np.arange(len(pooled)), train_size=train_share, random_state=seed, stratify=stratify)
+    return DatasetDict({"train": pooled.select(np.sort(train_idx).tolist()), spec.eval_split: pooled.select(np.sort(eval_idx).tolist())})
 
 
 def subsample(dataset: Dataset, n: int, seed: int) -> Dataset:
@@ -288,6 +311,14 @@ for _spec in (
       for name, dev, kind in (("mnli-m", "dev_matched", "matched"), ("mnli-mm", "dev_mismatched", "mismatched"))),
 ):
     register_task(_spec)
+
+register_task(TaskSpec(
+    name="imdb", format="jsonl", files={"train": "imdb/train.jsonl", "dev": "imdb/val.jsonl"}, text_fields=["text"],
+    label_field="label", labels=["0", "1"], label_names=["negative", "positive"], metrics=["accuracy"],
+    main_metric="accuracy", hub_id="stanfordnlp/imdb", hub_splits={"dev": "test"},
+    description="IMDb movie-review sentiment (aclImdb). The mirror holds the official 25k training reviews as "
+                "20k train / 5k val; from the Hub, dev is the official test set",
+))  # fmt: skip
 
 
 def describe_task(splits: DatasetDict, tokenizer, spec: TaskSpec, max_seq_length: int) -> dict:

@@ -22,7 +22,7 @@ from datasets import DatasetDict
 
 from adaptstudy.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.config import FinetuneConfig, validate
-from adaptstudy.data import TaskSpec, load_task, resolve_task
+from adaptstudy.data import TaskSpec, resolve_task
 from adaptstudy.device import training_arguments, use_bf16
 from adaptstudy.methods import METHODS, adapters_removed, count_parameters
 from adaptstudy.metrics import compute_metrics
@@ -144,6 +144,25 @@ def last_complete_checkpoint(folder: Path) -> str | None:
     return str(complete) if complete else None
 
 
+class EpochTimer:
+    """Training seconds of each epoch (evaluation excluded: the Trainer evaluates after `on_epoch_end`)."""
+
+    def __new__(cls):
+        from transformers import TrainerCallback
+
+        class _Timer(TrainerCallback):
+            def __init__(self):
+                self.seconds: dict[float, float] = {}
+
+            def on_epoch_begin(self, args, state, control, **kwargs):
+                self.start = time.perf_counter()
+
+            def on_epoch_end(self, args, state, control, **kwargs):
+                self.seconds[round(state.epoch, 4)] = time.perf_counter() - self.start
+
+        return _Timer()
+
+
 class _RaiseOnNonFiniteLoss:
     def __new__(cls):
         from transformers import TrainerCallback
@@ -200,7 +219,7 @@ def finetune(
     from transformers import DataCollatorWithPadding, Trainer, set_seed
 
     set_seed(config.seed)
-    splits = load_task(spec, config.data_dir, config.train_examples_cap(), config.data_seed)
+    splits = config.load_splits()
     tokenizer = load_tokenizer(config.backbone)
     encoded = tokenize_task(splits, tokenizer, config.max_seq_length)
     train_set, eval_set = encoded["train"], sort_by_length(encoded[spec.eval_split])
@@ -233,7 +252,8 @@ def finetune(
             report_to=[],
             dataloader_num_workers=0,
         )
-        own = [_RaiseOnNonFiniteLoss()] + ([TimedCheckpoints(config.checkpoint_every_s)] if checkpoint_dir else [])
+        timer = EpochTimer()
+        own = [_RaiseOnNonFiniteLoss(), timer] + ([TimedCheckpoints(config.checkpoint_every_s)] if checkpoint_dir else [])
         trainer = Trainer(
             model=model,
             args=args,
@@ -247,6 +267,9 @@ def finetune(
         train_output = trainer.train(resume_from_checkpoint=resume)
         wall = time.perf_counter() - start
         history = epoch_history(trainer.state.log_history, spec.metrics)
+        for row in history:
+            if row["epoch"] in timer.seconds:
+                row["train_epoch_s"] = timer.seconds[row["epoch"]]
         if not history or not all(m in history[-1] for m in spec.metrics) or history[-1]["epoch"] < config.num_train_epochs - 1e-6:
             final = trainer.evaluate()
             history.append({"epoch": config.num_train_epochs, **{m: final[f"eval_{m}"] for m in spec.metrics}})
