@@ -20,6 +20,7 @@ from adaptstudy.published import (
     HOULSBY_TABLE2_PARAMS,
     published_frame,
 )
+from adaptstudy.report import at_learning_rates, choose_learning_rates
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
 SIZES = (8, 64, 256)
@@ -56,23 +57,15 @@ def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (task, label) of full fine-tuning and each Table 1 adapter size: the seed-0 rate with the best dev score."""
     runs = label_runs(runs)
     grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED) & runs["label"].isin(SELECTED_LABELS)]
-    if grid.empty:
-        return pd.DataFrame(columns=["task", "label", "learning_rate", "grid", "dev score"])
-    rows = []
-    for (task, label), group in grid.groupby(["task", "label"]):
-        best = group.loc[group["main_metric_value"].idxmax()]
-        rates = ", ".join(f"{lr:g}: {v:.1f}" for lr, v in sorted(zip(group["config.learning_rate"], group["main_metric_value"])))
-        rows.append({"task": task, "label": label, "learning_rate": best["config.learning_rate"],
-                     "grid": rates, "dev score": best["main_metric_value"]})  # fmt: skip
+    chosen = choose_learning_rates(grid, ["task", "label"])
     order = {label: i for i, label in enumerate(SELECTED_LABELS)}
-    return pd.DataFrame(rows).sort_values(["task", "label"], key=lambda c: c.map(order) if c.name == "label" else c)
+    return chosen.sort_values(["task", "label"], key=lambda c: c.map(order) if c.name == "label" else c, ignore_index=True)
 
 
 def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
     """The plain runs made at the learning rate chosen for their task and label (method and size)."""
     runs, chosen = label_runs(runs), chosen_learning_rates(runs)
-    merged = runs.loc[runs["plain"]].merge(chosen[["task", "label", "learning_rate"]], on=["task", "label"])
-    return merged[np.isclose(merged["config.learning_rate"].astype(float), merged["learning_rate"].astype(float))]
+    return at_learning_rates(runs.loc[runs["plain"]], chosen, ["task", "label"])
 
 
 def size_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -294,6 +287,29 @@ def variants_table(runs: pd.DataFrame) -> pd.DataFrame:
         "plain adapter": merged["main_metric_value_plain"],
         "difference": merged["main_metric_value"] - merged["main_metric_value_plain"],
     })  # fmt: skip
+
+
+def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """What the study cost, per task and method/size: runs, training seconds, examples/s, peak memory, trained share."""
+    runs = label_runs(runs)
+    if runs.empty:
+        return pd.DataFrame(columns=["task", "label", "runs", "train s (sum)", "train s (mean)", "examples/s", "peak MB", "trained %"])
+    runs = runs.assign(trained_pct=100 * runs["trainable_params"] / runs["backbone_params"])
+    grouped = runs.groupby(["task", "label"], sort=False)
+    table = grouped.agg(**{"runs": ("run_id", "count"), "train s (sum)": ("train_runtime_s", "sum"),
+                           "train s (mean)": ("train_runtime_s", "mean"), "examples/s": ("train_examples_per_s", "mean"),
+                           "peak MB": ("peak_rss_mb", "max"), "trained %": ("trained_pct", "first")})  # fmt: skip
+    return table.reset_index().sort_values(["task", "train s (sum)"], ascending=[True, False])
+
+
+def study_cost(runs: pd.DataFrame) -> str:
+    """One sentence: how many runs, and the training and evaluation hours they took on this machine."""
+    if runs.empty:
+        return "No runs yet."
+    train_h = runs["train_runtime_s"].sum() / 3600
+    eval_h = runs["eval_runtime_s"].sum() / 3600 if "eval_runtime_s" in runs else 0.0
+    return (f"{len(runs)} runs: {train_h:.2f} h of training and {eval_h:.2f} h of evaluation "
+            f"({train_h + eval_h:.2f} CPU-hours of the chapter's 3-hour budget, model loading not counted).")  # fmt: skip
 
 
 def plot_init(frame: pd.DataFrame):

@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from adaptstudy.published import published_frame
+
+
+def choose_learning_rates(grid: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group of `keys`: the learning rate with the best dev score among `grid` (runs of one seed),
+    with every rate tried and its score, so a chapter can show the choice."""
+    columns = [*keys, "learning_rate", "grid", "dev score"]
+    if grid.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for values, group in grid.groupby(keys, sort=False):
+        best = group.loc[group["main_metric_value"].idxmax()]
+        rates = ", ".join(f"{lr:g}: {v:.1f}" for lr, v in sorted(zip(group["config.learning_rate"], group["main_metric_value"])))
+        rows.append({**dict(zip(keys, values)), "learning_rate": best["config.learning_rate"], "grid": rates,
+                     "dev score": best["main_metric_value"]})  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+def at_learning_rates(runs: pd.DataFrame, chosen: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The runs made at the rate chosen for their group of `keys` (groups without a choice are dropped)."""
+    merged = runs.merge(chosen[[*keys, "learning_rate"]], on=keys)
+    return merged[np.isclose(merged["config.learning_rate"].astype(float), merged["learning_rate"].astype(float))]
 
 
 def method_label(method: str, adapter_size) -> str:
