@@ -83,10 +83,14 @@ for _b in (
 
 def resolve_backbone(name: str) -> str:
     """A registered name's folder or Hub id; a local folder or a Hub-style id `org/model` as given."""
-    if name in BACKBONES:
-        return BACKBONES.get(name).path
-    if Path(name).is_dir() or "/" in name:
-        return name
+    check_backbone(name)
+    return BACKBONES.get(name).path if name in BACKBONES else name
+
+
+def check_backbone(name: str) -> None:
+    """One clear error for a name that is no backbone, without loading or converting anything."""
+    if name in BACKBONES or Path(name).is_dir() or "/" in name:
+        return
     raise UnknownNameError(
         f"unknown backbone {name!r}{did_you_mean(name, BACKBONES.names())}; valid: {', '.join(BACKBONES.names())}, "
         "a local model folder, or a Hub id of the form org/name"

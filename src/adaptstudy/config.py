@@ -83,13 +83,13 @@ class FinetuneConfig(BaseModel):
 
     @model_validator(mode="after")
     def _known_names(self) -> FinetuneConfig:
-        from adaptstudy.backbones import resolve_backbone
+        from adaptstudy.backbones import check_backbone
         from adaptstudy.data import resolve_task
         from adaptstudy.methods import METHODS
 
         method = METHODS.get(self.method)
         resolve_task(self.task)
-        resolve_backbone(self.backbone)
+        check_backbone(self.backbone)
         with_adapters = ", ".join(m for m in METHODS if METHODS.get(m).uses_adapter_size)
         for setting, value in (("adapter_size", self.adapter_size), ("adapter_init_std", self.adapter_init_std),
                                ("layer_ablation", self.layer_ablation or None)):  # fmt: skip
@@ -176,11 +176,11 @@ class DataPrepParams(BaseModel):
 
     @model_validator(mode="after")
     def _known_names(self) -> DataPrepParams:
-        from adaptstudy.backbones import resolve_backbone
+        from adaptstudy.backbones import check_backbone
         from adaptstudy.data import resolve_task
 
         resolve_task(self.task)
-        resolve_backbone(self.backbone)
+        check_backbone(self.backbone)
         return self
 
 

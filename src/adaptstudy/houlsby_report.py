@@ -20,7 +20,7 @@ from adaptstudy.published import (
     HOULSBY_TABLE2_PARAMS,
     published_frame,
 )
-from adaptstudy.report import at_learning_rates, choose_learning_rates
+from adaptstudy.report import at_learning_rates, choose_learning_rates, verdict
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
 SIZES = (8, 64, 256)
@@ -193,10 +193,6 @@ def init_frame(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.loc[std.notna()].assign(init_std=std[std.notna()].astype(float))
 
 
-def _verdict(holds: bool | None, partly: bool = False) -> str:
-    return "not run yet" if holds is None else "holds" if holds else "partly" if partly else "does not hold"
-
-
 def claims(runs: pd.DataFrame, ablations: list[dict]) -> pd.DataFrame:
     """A plain verdict per claim of the paper, with the figures it rests on."""
     out = []
@@ -209,9 +205,9 @@ def claims(runs: pd.DataFrame, ablations: list[dict]) -> pd.DataFrame:
         gap_best, gap_64 = (best - means.loc[tasks, "full"]).mean(), (means.loc[tasks, "houlsby-64"] - means.loc[tasks, "full"]).mean()
         out.append(("Adapters come within about 0.4 points of full fine-tuning (Table 1; −0.4 best size, −0.8 size 64)",
                     f"ours over {len(tasks)} tasks: best size {gap_best:+.1f}, size 64 {gap_64:+.1f} points",
-                    _verdict(gap_best >= -1.0, partly=gap_best >= -3.0)))  # fmt: skip
+                    verdict(gap_best >= -1.0, partly=gap_best >= -3.0)))  # fmt: skip
     else:
-        out.append(("Adapters come within about 0.4 points of full fine-tuning (Table 1)", "–", _verdict(None)))
+        out.append(("Adapters come within about 0.4 points of full fine-tuning (Table 1)", "–", verdict(None)))
     # 2. Adapters beat fine-tuning only the top layers at the same number of trained parameters.
     trade = tradeoff_frame(runs)
     comparisons = []
@@ -225,9 +221,9 @@ def claims(runs: pd.DataFrame, ablations: list[dict]) -> pd.DataFrame:
         wins = sum(d >= 0 for *_, d in comparisons)
         detail = "; ".join(f"{task} {label}: {d:+.1f}" for task, label, d in comparisons)
         out.append(("Adapters beat top-k fine-tuning with no more trained parameters (Figures 3–4)",
-                    f"best adapter with ≤ the parameters, minus top-k: {detail}", _verdict(wins == len(comparisons), partly=wins > 0)))  # fmt: skip
+                    f"best adapter with ≤ the parameters, minus top-k: {detail}", verdict(wins == len(comparisons), partly=wins > 0)))  # fmt: skip
     else:
-        out.append(("Adapters beat top-k fine-tuning with no more trained parameters (Figures 3–4)", "–", _verdict(None)))
+        out.append(("Adapters beat top-k fine-tuning with no more trained parameters (Figures 3–4)", "–", verdict(None)))
     # 3. Layer ablation (Figure 6).
     if ablations:
         single, everything, lower_upper = [], [], []
@@ -240,15 +236,15 @@ def claims(runs: pd.DataFrame, ablations: list[dict]) -> pd.DataFrame:
             lower_upper.append(m.loc[0, half - 1] - m.loc[half, n - 1])
         out.append(("Removing one layer's adapters costs little (at most 2 points in the paper)",
                     f"largest single-layer drop: {', '.join(f'{d:.1f}' for d in single)} points",
-                    _verdict(max(single) <= 2.0, partly=min(single) <= 2.0)))  # fmt: skip
+                    verdict(max(single) <= 2.0, partly=min(single) <= 2.0)))  # fmt: skip
         out.append(("Removing every adapter falls to the majority-class level",
                     "; ".join(f"{t}: {v:.1f} (majority class {mc:.1f})" if mc is not None else f"{t}: {v:.1f}" for t, v, mc in everything),
-                    _verdict(all(mc is not None and abs(v - mc) <= 5.0 for _, v, mc in everything))))  # fmt: skip
+                    verdict(all(mc is not None and abs(v - mc) <= 5.0 for _, v, mc in everything))))  # fmt: skip
         out.append(("Lower layers' adapters matter less than upper layers'",
                     "score without the lower half minus without the upper half: " + ", ".join(f"{d:+.1f}" for d in lower_upper),
-                    _verdict(all(d >= 0 for d in lower_upper), partly=any(d >= 0 for d in lower_upper))))  # fmt: skip
+                    verdict(all(d >= 0 for d in lower_upper), partly=any(d >= 0 for d in lower_upper))))  # fmt: skip
     else:
-        out.append(("Layer ablation (Figure 6)", "–", _verdict(None)))
+        out.append(("Layer ablation (Figure 6)", "–", verdict(None)))
     # 4. Initialisation scale.
     init = init_frame(runs)
     if init["init_std"].nunique() >= 3 if not init.empty else False:
@@ -258,18 +254,18 @@ def claims(runs: pd.DataFrame, ablations: list[dict]) -> pd.DataFrame:
         drop = small.mean() - large.mean()
         out.append(("Performance is stable for init std up to 1e-2 and degrades above",
                     f"spread up to 1e-2: {spread:.1f} points; mean above 1e-2 is {drop:.1f} points lower",
-                    _verdict(spread <= 2.0 and drop > 1.0, partly=spread <= 2.0 or drop > 1.0)))  # fmt: skip
+                    verdict(spread <= 2.0 and drop > 1.0, partly=spread <= 2.0 or drop > 1.0)))  # fmt: skip
     else:
-        out.append(("Performance is stable for init std up to 1e-2 and degrades above", "–", _verdict(None)))
+        out.append(("Performance is stable for init std up to 1e-2 and degrades above", "–", verdict(None)))
     # 5. Adapter size.
     adapter_cols = [f"houlsby-{s}" for s in SIZES if f"houlsby-{s}" in means.columns]
     if len(adapter_cols) == len(SIZES):
         spread = (means[adapter_cols].max(axis=1) - means[adapter_cols].min(axis=1)).dropna()
         out.append(("Performance is robust to the adapter size (8–256)",
                     "spread across sizes: " + ", ".join(f"{t} {v:.1f}" for t, v in spread.items()),
-                    _verdict(spread.max() <= 2.0, partly=spread.median() <= 2.0)))  # fmt: skip
+                    verdict(spread.max() <= 2.0, partly=spread.median() <= 2.0)))  # fmt: skip
     else:
-        out.append(("Performance is robust to the adapter size (8–256)", "–", _verdict(None)))
+        out.append(("Performance is robust to the adapter size (8–256)", "–", verdict(None)))
     return pd.DataFrame(out, columns=["claim", "ours", "verdict"])
 
 

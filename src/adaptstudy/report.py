@@ -8,6 +8,11 @@ import pandas as pd
 from adaptstudy.published import published_frame
 
 
+def verdict(holds: bool | None, partly: bool = False) -> str:
+    """The plain word a chapter gives a claim."""
+    return "not run yet" if holds is None else "holds" if holds else "partly" if partly else "does not hold"
+
+
 def choose_learning_rates(grid: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per group of `keys`: the learning rate with the best dev score among `grid` (runs of one seed),
     with every rate tried and its score, so a chapter can show the choice."""

@@ -1,0 +1,87 @@
+"""The IMDb chapter's aggregation: rates chosen on seed 0 at 90%/10%, the report's table, costs, curves, verdicts."""
+
+import pytest
+
+from adaptstudy import peft_report as pr
+from adaptstudy.config import FinetuneConfig
+from adaptstudy.results import base_record, write_record
+
+BACKBONE = 22_713_216
+TRAINABLE = {"full": BACKBONE, "embeddings_only": 11_900_000, "encoder_only": 10_600_000, "prompt_tuning": 160_000,
+             "bitfit": 250_000, "lora": 220_000}  # fmt: skip
+
+
+def _run(folder, score, method="full", backbone="minilm-l6", share=0.9, seed=0, lr=5e-5, fraction=1.0, first=None, epoch_s=10.0):
+    cap = 1200 if share == 0.9 else 400
+    config = FinetuneConfig(task="imdb", method=method, backbone=backbone, seed=seed, learning_rate=lr, resplit_train_share=share,
+                            max_train_examples=cap, train_fraction=fraction, num_train_epochs=2)  # fmt: skip
+    record = base_record(config)
+    history = [{"epoch": 1.0, "train_loss": 0.6, "accuracy": score if first is None else first, "train_epoch_s": epoch_s},
+               {"epoch": 2.0, "train_loss": 0.4, "accuracy": score, "train_epoch_s": epoch_s}]  # fmt: skip
+    record.update(status="ok", metrics={"accuracy": score}, main_metric="accuracy", main_metric_value=score,
+                  trainable_params=TRAINABLE[method], total_params=BACKBONE + 1000, backbone_params=BACKBONE,
+                  train_runtime_s=2 * epoch_s, train_examples_per_s=1.0, peak_rss_mb=1.0, train_examples=round(cap * fraction),
+                  finished_at="2026-11-23T00:00:00+00:00", device="cpu", history=history)  # fmt: skip
+    write_record(record, folder)
+
+
+@pytest.fixture
+def chapter(tmp_path):
+    # Stage 1: rates on seed 0, 90%/10%.
+    _run(tmp_path, 80.0, lr=2e-5, first=70.0)
+    _run(tmp_path, 85.0, lr=5e-5, first=70.0)
+    _run(tmp_path, 70.0, method="bitfit", lr=1e-3, epoch_s=4.0)
+    _run(tmp_path, 78.0, method="bitfit", lr=3e-3, epoch_s=4.0)
+    _run(tmp_path, 60.0, method="prompt_tuning", lr=3e-2, epoch_s=9.0)
+    _run(tmp_path, 76.0, method="lora", lr=1e-3, epoch_s=5.0)
+    _run(tmp_path, 81.0, method="encoder_only", lr=5e-5, first=55.0, epoch_s=8.0)
+    # Other seeds and the 30%/70% setting at the chosen rates (and one run at a rate not chosen: left out).
+    _run(tmp_path, 83.0, seed=1, lr=5e-5)
+    _run(tmp_path, 10.0, seed=1, lr=2e-5)
+    _run(tmp_path, 82.0, share=0.3, lr=5e-5)
+    _run(tmp_path, 71.0, method="bitfit", share=0.3, lr=3e-3, epoch_s=2.0)
+    _run(tmp_path, 59.0, method="prompt_tuning", share=0.3, lr=3e-2, epoch_s=3.0)
+    # Learning curve for full fine-tuning.
+    _run(tmp_path, 65.0, fraction=0.1, lr=5e-5)
+    _run(tmp_path, 75.0, fraction=0.3, lr=5e-5)
+    return pr.chapter_runs(tmp_path)
+
+
+def test_rates_are_chosen_per_backbone_and_method_on_seed_0(chapter):
+    runs, _ = chapter
+    chosen = pr.chosen_learning_rates(runs).set_index("method")["learning_rate"].to_dict()
+    assert chosen == {"full": 5e-5, "bitfit": 3e-3, "prompt_tuning": 3e-2, "lora": 1e-3, "encoder_only": 5e-5}
+
+
+def test_report_table_puts_ours_beside_the_published_rows(chapter):
+    runs, _ = chapter
+    table = pr.report_table(runs).set_index(["source", "setting"])
+    assert table.loc[("ours (minilm-l6)", "90%/10%"), "full"] == "84.0 ± 1.4 (2)"
+    assert table.loc[("ours (minilm-l6)", "30%/70%"), "bitfit"] == "71.0 ± 0.0 (1)"
+    assert table.loc[("ours (minilm-l6)", "30%/70%"), "embeddings_only"] == "–"
+    assert table.loc[("published (TinyRoBERTa)", "90%/10%"), "bitfit"] == "82"
+    assert table.loc[("published (TinyBERT)", "30%/70%"), "bitfit"] == "65"
+
+
+def test_epoch_history_and_costs_come_from_the_records(chapter):
+    runs, records = chapter
+    frame = pr.epoch_frame(records, runs)
+    assert set(frame["method"]) == {"full", "bitfit", "prompt_tuning", "lora", "encoder_only"}
+    assert len(frame[(frame["method"] == "full") & (frame["setting"] == "90%/10%")]) == 2  # seed 0 only, two epochs
+    table = pr.method_table(runs).set_index(["setting", "method"])
+    assert table.loc[("90%/10%", "bitfit"), "epoch_s"] == 4.0
+
+
+def test_learning_curve_has_the_fractions_of_the_cap(chapter):
+    runs, _ = chapter
+    curve = pr.learning_curve(runs)
+    assert curve["train_examples"].tolist() == [120, 360, 1200] and curve["accuracy"].tolist() == [65.0, 75.0, 84.0]
+
+
+def test_verdicts_follow_the_numbers(chapter):
+    runs, _ = chapter
+    verdicts = pr.claims(runs).set_index("claim")["verdict"]
+    assert verdicts.iloc[0] == "holds"  # full is the most accurate in both settings
+    assert verdicts.iloc[1] == "holds"  # bitfit beats lora and prompt tuning among cheap methods and has the fastest epochs
+    assert verdicts.iloc[2] == "holds"  # prompt tuning weakest, and drops 1 point from 90% to 30% (full 2, bitfit 7)
+    assert verdicts.iloc[3] == "holds"  # encoder-only trails full by 15 after epoch 1 and by 4 at the end
