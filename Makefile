@@ -10,7 +10,7 @@ export ADAPTSTUDY_DATA
 PAPERMILL := $(BIN)/papermill --log-level WARNING
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test smoke book benchmark reproduce-foundation reproduce-houlsby clean
+.PHONY: setup test smoke book benchmark reproduce-foundation reproduce-houlsby reproduce-peft clean
 
 setup: $(STAMP)
 
@@ -34,6 +34,7 @@ smoke: setup
 	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb /tmp/adaptstudy-smoke/06e.ipynb
 	$(PAPERMILL) notebooks/05_sweep.ipynb /tmp/adaptstudy-smoke/05.ipynb -p sweep params/smoke/sweep.yaml -p results_dir /tmp/adaptstudy-smoke/sweep
 	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb /tmp/adaptstudy-smoke/06h.ipynb
+	$(PAPERMILL) notebooks/06_analysis_peft.ipynb /tmp/adaptstudy-smoke/06p.ipynb
 
 # The throughput benchmark (issue: fast training); --quick takes a few minutes.
 benchmark: setup
@@ -44,6 +45,11 @@ benchmark: setup
 HOULSBY_GRIDS := params/cpu/houlsby_lr.yaml $(filter-out params/cpu/houlsby_lr.yaml,$(sort $(wildcard params/cpu/houlsby_*.yaml)))
 reproduce-houlsby: setup
 	for g in $(HOULSBY_GRIDS); do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
+
+# The IMDb chapter at CPU scale (resumable): stage 1 (learning rates) first, then the grids at the chosen rates.
+PEFT_GRIDS := params/cpu/peft_imdb_lr.yaml $(filter-out params/cpu/peft_imdb_lr.yaml,$(sort $(wildcard params/cpu/peft_imdb*.yaml)))
+reproduce-peft: setup
+	for g in $(PEFT_GRIDS); do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
 
 # The committed foundation runs (about an hour on 2 CPU cores); a finished run is not redone.
 FOUNDATION := $(wildcard params/cpu/finetune_*.yaml)
@@ -58,6 +64,7 @@ book: setup
 	mkdir -p book/generated
 	$(PAPERMILL) notebooks/06_analysis.ipynb book/generated/06_analysis.ipynb -p results_dir $(CURDIR)/results/foundation
 	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb book/generated/06_analysis_houlsby.ipynb
+	$(PAPERMILL) notebooks/06_analysis_peft.ipynb book/generated/06_analysis_peft.ipynb
 	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb book/generated/06_analysis_efficiency.ipynb
 	$(BIN)/jupyter-book build book --quiet
 	@echo "report: book/_build/html/index.html"

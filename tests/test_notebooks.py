@@ -115,3 +115,19 @@ def test_houlsby_chapter_renders_published_rows_with_and_without_records(smoke_r
         nb = run("06_analysis_houlsby.ipynb", tmp_path / "h.ipynb", results_dir=str(folder))
         html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
         assert "60.5" in html and "not run offline" in html  # CoLA full fine-tuning, published; QQP here
+
+
+def test_peft_chapter_renders_ours_beside_the_report_from_a_smoke_sweep(tmp_path):
+    from adaptstudy import sweep
+
+    results = tmp_path / "peft"
+    done = sweep.run(sweep.plan(ROOT / "params/smoke/peft_imdb.yaml", results))
+    assert done.counts()["ok"] == 4
+    records = [json.loads(p.read_text()) for p in results.glob("*.json")]
+    assert {r["backbone"] for r in records} == {"minilm-l6", "minilm-l3"}
+    assert all(len(r["history"]) == 2 and r["history"][0]["train_epoch_s"] > 0 for r in records)
+    assert {r["train_examples"] for r in records} == {32} and {r["eval_examples"] for r in records} == {64}
+    nb = run("06_analysis_peft.ipynb", tmp_path / "p.ipynb", results_dir=str(results))
+    html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
+    assert "published (TinyRoBERTa)" in html and "ours (minilm-l3)" in html
+    assert html.count("(1)") >= 4  # ours: full and bitfit, one seed, on both backbones (90%/10%)

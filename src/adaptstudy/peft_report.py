@@ -28,10 +28,15 @@ KEYS = ["backbone", "method"]
 CHEAP_SHARE = 5.0  # % of the backbone trained: below this a method counts as cheap
 
 
+RUN_COLUMNS = ["run_id", "backbone", "method", "seed", "main_metric", "main_metric_value", "trainable_params", "backbone_params",
+               "train_runtime_s", "peak_rss_mb", "train_examples", "config.learning_rate", "config.resplit_train_share",
+               "config.train_fraction"]  # fmt: skip
+
+
 def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """Adds `setting` (90%/10% or 30%/70%), `fraction` (share of the training cap) and `trained_pct`."""
     if runs.empty:
-        return runs.assign(setting=[], fraction=[], trained_pct=[])
+        return pd.DataFrame(columns=[*RUN_COLUMNS, "setting", "fraction", "trained_pct"])
     share = runs["config.resplit_train_share"] if "config.resplit_train_share" in runs else pd.Series(np.nan, index=runs.index)
     setting = [PEFT_REPORT_SETTINGS.get(round(s, 2), f"{s:.0%} train") if pd.notna(s) else "mirror split" for s in share]
     fraction = runs["config.train_fraction"] if "config.train_fraction" in runs else 1.0
@@ -53,7 +58,8 @@ def method_table(runs: pd.DataFrame) -> pd.DataFrame:
     chosen = at_chosen_rates(runs)
     chosen = chosen[chosen["fraction"] == 1.0]
     if chosen.empty:
-        return pd.DataFrame(columns=["backbone", "setting", "method", "accuracy", "sd", "seeds"])
+        return pd.DataFrame(columns=["backbone", "setting", "method", "accuracy", "sd", "seeds", "trainable", "trained_pct",
+                                     "train_s", "epoch_s", "peak_mb", "train_examples", "learning_rate"])  # fmt: skip
     table = chosen.groupby(["backbone", "setting", "method"]).agg(
         accuracy=("main_metric_value", "mean"), sd=("main_metric_value", "std"), seeds=("seed", "nunique"),
         trainable=("trainable_params", "first"), trained_pct=("trained_pct", "first"),
@@ -107,7 +113,7 @@ def epoch_frame(records: list[dict], runs: pd.DataFrame) -> pd.DataFrame:
 def with_epoch_seconds(runs: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
     """Adds `epoch_s`: mean training seconds per epoch, from each record's history."""
     seconds = {r["run_id"]: np.mean([h["train_epoch_s"] for h in r["history"] if "train_epoch_s" in h] or [np.nan]) for r in records}
-    return runs.assign(epoch_s=runs["run_id"].map(seconds)) if not runs.empty else runs.assign(epoch_s=[])
+    return runs.assign(epoch_s=runs["run_id"].map(seconds).astype(float))
 
 
 def plot_epochs(frame: pd.DataFrame):
@@ -236,7 +242,7 @@ def _convergence_claim(runs: pd.DataFrame) -> tuple[str, str, str]:
 def with_first_epoch(runs: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
     """Adds `first_epoch_accuracy` from each record's history."""
     first = {r["run_id"]: r["history"][0].get(r["main_metric"], np.nan) for r in records if r.get("history")}
-    return runs.assign(first_epoch_accuracy=runs["run_id"].map(first)) if not runs.empty else runs
+    return runs.assign(first_epoch_accuracy=runs["run_id"].map(first).astype(float))
 
 
 def chapter_runs(folder) -> tuple[pd.DataFrame, list[dict]]:
