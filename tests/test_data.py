@@ -169,3 +169,16 @@ def test_resplit_caps_nest_the_smaller_setting_in_the_larger_pool(data_dir):
     small = load_task("imdb", data_dir, max_train_examples=400, resplit_train_share=0.3, max_eval_examples=500)
     assert (len(big["train"]), len(big["dev"]), len(small["train"]), len(small["dev"])) == (1200, 500, 400, 500)
     assert len(set(small["train"]["text_a"]) & set(small["dev"]["text_a"])) <= DUPLICATED_IMDB_REVIEWS
+
+
+@pytest.mark.parametrize(
+    "name, sizes, labels, metric",
+    [("chemprot", (4169, 2427, 3469), 13, "micro_f1"), ("acl-arc", (1688, 114, 139), 6, "macro_f1"),
+     ("scierc", (3219, 455, 974), 7, "macro_f1")],
+)  # fmt: skip
+def test_dont_stop_pretraining_tasks_load_with_their_sizes_labels_and_metric(name, sizes, labels, metric, data_dir):
+    splits = load_task(name, data_dir)
+    assert tuple(len(splits[s]) for s in ("train", "dev", "test")) == sizes
+    spec = resolve_task(name)
+    assert spec.num_labels == labels and spec.main_metric == metric and spec.eval_split == "dev"
+    assert set(splits["train"]["label"]) <= set(range(labels))

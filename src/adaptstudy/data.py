@@ -312,6 +312,26 @@ for _spec in (
 ):
     register_task(_spec)
 
+# Don't Stop Pretraining's classification tasks (as the SciBERT repository ships them), with the paper's
+# metrics: macro-F1, except ChemProt micro-F1. Labels sorted; the official dev split is the evaluation split.
+_DSP_LABELS = {
+    "chemprot": ("chemprot", "micro_f1", "chemical-protein relation (BioMed)",
+                 ["ACTIVATOR", "AGONIST", "AGONIST-ACTIVATOR", "AGONIST-INHIBITOR", "ANTAGONIST", "DOWNREGULATOR",
+                  "INDIRECT-DOWNREGULATOR", "INDIRECT-UPREGULATOR", "INHIBITOR", "PRODUCT-OF", "SUBSTRATE",
+                  "SUBSTRATE_PRODUCT-OF", "UPREGULATOR"]),
+    "acl-arc": ("citation_intent", "macro_f1", "citation intent, ACL-ARC (CS)",
+                ["Background", "CompareOrContrast", "Extends", "Future", "Motivation", "Uses"]),
+    "scierc": ("sciie-relation-extraction", "macro_f1", "relation classification, SciERC (CS)",
+               ["COMPARE", "CONJUNCTION", "EVALUATE-FOR", "FEATURE-OF", "HYPONYM-OF", "PART-OF", "USED-FOR"]),
+}  # fmt: skip
+for _name, (_folder, _metric, _about, _labels) in _DSP_LABELS.items():
+    register_task(TaskSpec(
+        name=_name, format="jsonl", text_fields=["text"], label_field="label", labels=_labels,
+        files={split: f"dsp/{_folder}/{split}.jsonl" for split in ("train", "dev", "test")},
+        metrics=[_metric, "accuracy"] + (["macro_f1"] if _metric != "macro_f1" else []), main_metric=_metric,
+        description=_about,
+    ))  # fmt: skip
+
 register_task(TaskSpec(
     name="imdb", format="jsonl", files={"train": "imdb/train.jsonl", "dev": "imdb/val.jsonl"}, text_fields=["text"],
     label_field="label", labels=["0", "1"], label_names=["negative", "positive"], metrics=["accuracy"],
