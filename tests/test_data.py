@@ -1,5 +1,7 @@
 import json
 
+import numpy as np
+
 import pytest
 
 from adaptstudy.data import (
@@ -82,7 +84,7 @@ def test_custom_jsonl_task_from_a_mapping(data_dir):
 
 
 def test_unknown_task_lists_valid_names():
-    with pytest.raises(UnknownNameError, match=r"unknown task 'rtee' \(did you mean 'rte'\?\); valid: cola, .*wnli"):
+    with pytest.raises(UnknownNameError, match=r"unknown task 'rtee' \(did you mean 'rte'\?\); valid: acl-arc, agnews, chemprot, cola, .*wnli"):
         load_task("rtee")
 
 
@@ -182,3 +184,31 @@ def test_dont_stop_pretraining_tasks_load_with_their_sizes_labels_and_metric(nam
     spec = resolve_task(name)
     assert spec.num_labels == labels and spec.main_metric == metric and spec.eval_split == "dev"
     assert set(splits["train"]["label"]) <= set(range(labels))
+
+
+@pytest.mark.parametrize(
+    "name, sizes, positives",
+    [("hyperpartisan", (516, 64, 65), 238), ("agnews", (8980, 1000, 7600), None), ("helpfulness", (2415, 345, 690), None)],
+)  # fmt: skip
+def test_built_tasks_have_fixed_disjoint_splits(name, sizes, positives, data_dir):
+    splits = load_task(name, data_dir)
+    assert tuple(len(splits[s]) for s in ("train", "dev", "test")) == sizes
+    texts = {s: set(splits[s]["text_a"]) for s in splits}
+    assert not texts["train"] & texts["dev"] and not texts["dev"] & texts["test"] and not texts["train"] & texts["test"]
+    if positives is not None:  # every article kept, labels as published (238 hyperpartisan)
+        assert sum(sum(splits[s]["label"]) for s in splits) == positives
+    assert load_task(name, data_dir, data_seed=7)["dev"]["text_a"] == splits["dev"]["text_a"]  # the split is fixed
+
+
+def test_helpfulness_follows_its_vote_rule(data_dir):
+    from adaptstudy.task_builders import HELPFUL_MIN_VOTES, HELPFUL_SHARE, blitzer_reviews, helpfulness_rows
+
+    reviews = blitzer_reviews(data_dir)
+    assert len(reviews) == 8000  # 4 domains x (1000 positive + 1000 negative)
+    rows = helpfulness_rows(data_dir)
+    by_id = {f"{r['domain']}/{r['unique_id']}": r for r in reviews}
+    assert len(rows) == 3523 - 73  # repeated review texts kept once
+    for row in rows[:200]:
+        helpful, votes = map(int, by_id[row["id"]]["helpful"].split(" of "))
+        assert votes >= HELPFUL_MIN_VOTES and row["label"] == int(helpful / votes >= HELPFUL_SHARE)
+    assert 0.4 < np.mean([r["label"] for r in rows]) < 0.6

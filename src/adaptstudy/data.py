@@ -41,7 +41,7 @@ class TaskSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    format: Literal["tsv", "csv", "jsonl"]
+    format: Literal["tsv", "csv", "jsonl", "built"] = Field(description="built: only the task's builder reads the files")
     files: dict[str, str] = Field(description="split -> path relative to the data directory")
     text_fields: list[str] = Field(min_length=1, max_length=2)
     label_field: str
@@ -57,11 +57,18 @@ class TaskSpec(BaseModel):
     hub_splits: dict[str, str] = {}
     hub_text_fields: list[str] | None = None
     hub_label_field: str = "label"
+    builder: str | None = Field(None, description="a function of task_builders.BUILDERS that makes the splits")
     description: str = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> TaskSpec:
+        from adaptstudy.task_builders import BUILDERS
+
         check_metric_names(self.metrics)
+        if self.builder is not None and self.builder not in BUILDERS:
+            raise ValueError(f"task {self.name!r}: unknown builder {self.builder!r}; valid: {', '.join(BUILDERS)}")
+        if self.format == "built" and self.builder is None:
+            raise ValueError(f"task {self.name!r}: format 'built' needs a builder")
         if self.main_metric not in self.metrics:
             raise ValueError(f"main_metric {self.main_metric!r} is not among metrics {self.metrics}")
         if self.format != "jsonl" and not self.header and not self.columns:
@@ -134,7 +141,11 @@ def load_task(
     root = resolve_data_dir(data_dir)
     paths = {split: root / rel for split, rel in spec.files.items()}
     missing = [p for p in paths.values() if not p.is_file()]
-    if not missing:
+    if not missing and spec.builder:
+        from adaptstudy.task_builders import BUILDERS
+
+        splits = BUILDERS[spec.builder](spec, root)
+    elif not missing:
         splits = DatasetDict({split: _read_split(spec, path) for split, path in paths.items()})
     else:
         splits = _load_from_hub(spec, root, missing)
@@ -331,6 +342,30 @@ for _name, (_folder, _metric, _about, _labels) in _DSP_LABELS.items():
         metrics=[_metric, "accuracy"] + (["macro_f1"] if _metric != "macro_f1" else []), main_metric=_metric,
         description=_about,
     ))  # fmt: skip
+
+register_task(TaskSpec(
+    name="hyperpartisan", format="built", builder="hyperpartisan", text_fields=["text"], label_field="hyperpartisan",
+    labels=["false", "true"], metrics=["macro_f1", "accuracy"], main_metric="macro_f1",
+    files={s: "hyperpartisan/articles-training-byarticle-20181122.xml" for s in ("train", "dev", "test")},
+    description="hyperpartisan news, SemEval-2019 Task 4 by-article (645 articles; seeded 516/64/65 split as in the paper)",
+))  # fmt: skip
+register_task(TaskSpec(
+    name="agnews", format="tsv", builder="agnews", header=False, columns=["text", "label"], text_fields=["text"],
+    label_field="label", labels=["World", "Sports", "Business", "Sci/Tech"], metrics=["macro_f1", "accuracy"],
+    main_metric="macro_f1", files={"train": "agnews/dev.tsv", "dev": "agnews/dev.tsv", "test": "agnews/test.tsv"},
+    hub_id="fancyzhx/ag_news", hub_splits={"dev": "test"},
+    description="AG News topic (news): train and a 1,000-article dev set from the 10,001 articles of the official "
+                "train set in the mirror (less 13 repeats and 8 articles also in the test set), the official test set "
+                "(7,600) as test",
+))  # fmt: skip
+register_task(TaskSpec(
+    name="helpfulness", format="built", builder="helpfulness", text_fields=["text"], label_field="label",
+    labels=["0", "1"], label_names=["unhelpful", "helpful"], metrics=["macro_f1", "accuracy"], main_metric="macro_f1",
+    files={s: "amazon_blitzer/books/positive.review" for s in ("train", "dev", "test")},
+    description="review helpfulness (reviews): a stand-in for Don't Stop Pretraining's Amazon helpfulness task, built "
+                "from the Blitzer reviews' votes — at least 5 votes, helpful if at least 75% say so (3,523 reviews, 73 repeated "
+                "texts kept once); 70/10/20 split",
+))  # fmt: skip
 
 register_task(TaskSpec(
     name="imdb", format="jsonl", files={"train": "imdb/train.jsonl", "dev": "imdb/val.jsonl"}, text_fields=["text"],
