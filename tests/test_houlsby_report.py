@@ -98,3 +98,13 @@ def test_a_layer_ablation_run_records_every_span_and_the_majority_class(data_dir
     assert spans == {(i, j) for i in range(6) for j in range(i, 6)}
     assert round(record["majority_class_score"], 2) in {round(100 * 146 / 277, 2), round(100 * 131 / 277, 2)}  # RTE dev classes
     assert hr.ablation_matrix(record).shape == (6, 6)
+
+
+def test_init_scale_is_judged_per_task(tmp_path):
+    for std, score in ((1e-6, 80.0), (1e-4, 80.5), (1e-2, 81.0), (1.0, 60.0)):
+        _run(tmp_path, score, method="houlsby", size=64, lr=1e-3, adapter_init_std=std, task="rte")
+    for std, score in ((1e-6, 10.0), (1e-4, 30.0), (1e-2, 20.0), (1.0, 25.0)):
+        _run(tmp_path, score, method="houlsby", size=64, lr=1e-3, adapter_init_std=std, task="mrpc")
+    verdicts = hr.claims(records_frame(tmp_path), []).set_index("claim")
+    init = verdicts.loc["Performance is stable for init std up to 1e-2 and degrades above"]
+    assert init["verdict"] == "partly" and "rte: spread up to 1e-2 1.0 points" in init["ours"]
