@@ -155,7 +155,7 @@ def tradeoff_frame(runs: pd.DataFrame) -> pd.DataFrame:
     chosen = chosen_learning_rates(runs).set_index(["task", "label"])["learning_rate"]
     keep = [(t, lab) not in chosen.index or np.isclose(lr, chosen[(t, lab)])
             for t, lab, lr in zip(runs["task"], runs["label"], runs["config.learning_rate"].astype(float))]  # fmt: skip
-    runs = runs[keep]
+    runs = runs.loc[np.array(keep, dtype=bool)]
     family = runs["method"].replace({"houlsby": "adapters (houlsby, sizes 2–256)", "top_k": "top-k layers fine-tuned",
                                      "layernorm": "layer norm only", "full": "full fine-tuning"})  # fmt: skip
     return runs.assign(family=family)[["task", "method", "label", "family", "trainable_params", "main_metric", "main_metric_value", "config.learning_rate"]]
