@@ -38,3 +38,71 @@ def test_masked_only_logits_give_the_same_loss_as_logits_everywhere(reviews):
     assert ours.item() == pytest.approx(stock.item(), rel=1e-5)
     assert model.mlm.config.attention_probs_dropout_prob == 0.0
     assert load_mlm("minilm-l6", attention_dropout=None).mlm.config.attention_probs_dropout_prob == 0.1
+
+
+TINY_MLM = {"corpus_fraction": 0.01, "held_out_fraction": 0.01, "batch_size": 8, "max_seq_length": 64}
+
+
+def test_head_warmup_trains_only_the_head_and_learns(tmp_path, data_dir, monkeypatch):
+    from adaptstudy.pretrain import PretrainConfig, build_pretraining_model, pretrain
+
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    model = build_pretraining_model(PretrainConfig(corpus="general", mode="head"))
+    trained = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trained and all(n.startswith("mlm.cls.") for n in trained)
+    assert not any("decoder.weight" in n for n in trained)  # tied to the frozen word embeddings
+    record = pretrain(PretrainConfig(corpus="general", mode="head", max_steps=12, learning_rate=3e-3, results_dir=str(tmp_path / "r"),
+                                     **TINY_MLM), write=True)  # fmt: skip
+    assert record["metrics"]["held_out_loss"] < record["held_out_loss_before"] - 1.0
+    assert record["corpus_documents"] > 100 and record["held_out_documents"] > 100
+    assert (tmp_path / "r" / f"{record['run_id']}.json").is_file()
+
+
+def test_finetuning_starts_from_a_full_artifact_and_names_it_by_run(tmp_path, data_dir, monkeypatch):
+    from adaptstudy.config import FinetuneConfig
+    from adaptstudy.pretrain import PretrainConfig, pretrain
+    from adaptstudy.train import build_model
+    from adaptstudy.data import resolve_task
+
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    record = pretrain(PretrainConfig(corpus="task:acl-arc", mode="full", max_steps=2, **TINY_MLM), write=False)
+    config = FinetuneConfig(task="acl-arc", method="full", init_from=record["artifact"])
+    assert config.identity()["init_from"] == record["run_id"]
+    adapted = build_model(config, resolve_task("acl-arc")).state_dict()
+    plain = build_model(FinetuneConfig(task="acl-arc", method="full"), resolve_task("acl-arc")).state_dict()
+    name = "bert.encoder.layer.0.attention.self.query.weight"
+    assert not torch.equal(adapted[name], plain[name])  # the pretrained weights, not the backbone's
+    with pytest.raises(Exception, match="not a pretraining artifact"):
+        FinetuneConfig(task="acl-arc", method="full", init_from=str(tmp_path))
+
+
+def test_a_killed_pretraining_run_resumes_from_its_checkpoint(tmp_path, data_dir):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    fixed = {"corpus": "news", "mode": "full", "max_steps": 12, "checkpoint_every_s": 0, **TINY_MLM}
+    grid = tmp_path / "g.yaml"
+    grid.write_text(yaml.safe_dump({"study": "t", "kind": "pretrain", "fixed": fixed, "axes": {"seed": [3]}}))
+    results = tmp_path / "r"
+    env = {**__import__("os").environ, "ADAPTSTUDY_CACHE": str(tmp_path / "cache")}
+
+    def start():
+        return subprocess.Popen([sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(results)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+    proc = start()
+    deadline = time.time() + 300
+    while not any(results.glob(".checkpoints/*/checkpoint-*/adaptstudy-complete")):
+        assert proc.poll() is None and time.time() < deadline, "no checkpoint before the run ended"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not list(results.glob("*.json"))
+    assert start().wait() == 0
+    (path,) = results.glob("*.json")
+    record = json.loads(path.read_text())
+    assert record["status"] == "ok" and record["resumed_from_step"] >= 1 and record["steps"] == 12

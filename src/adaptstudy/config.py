@@ -43,7 +43,7 @@ def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "par
 # neutral value, so that every earlier run keeps its id.
 NEUTRAL_SINCE_FIRST_RECORDS = {
     "train_fraction": 1.0, "top_k_layers": None, "adapter_init_std": None, "layer_ablation": False, "adapter_variant": None,
-    "resplit_train_share": None, "max_eval_examples": None,
+    "resplit_train_share": None, "max_eval_examples": None, "init_from": None,
 }  # fmt: skip
 
 
@@ -75,6 +75,8 @@ class FinetuneConfig(BaseModel):
     top_k_layers: int | None = Field(None, ge=1, description="top_k: how many of the top transformer layers train")
     adapter_init_std: float | None = Field(None, gt=0, description="adapter methods: init std (None: the library's 1e-2)")
     layer_ablation: bool = Field(False, description="adapter methods: after training, evaluate with each span of layers' adapters removed")
+    init_from: str | None = Field(
+        None, description="a full-model pretraining artifact (DAPT/TAPT output) to start from instead of the backbone's weights")
     resplit_train_share: float | None = Field(
         None, gt=0, lt=1, description="pool the task's labelled splits and re-split them, this share for training (seeded by data_seed)")
     max_eval_examples: int | None = Field(None, gt=0, description="None: the whole evaluation split; else a seeded subsample")
@@ -95,6 +97,10 @@ class FinetuneConfig(BaseModel):
                                ("layer_ablation", self.layer_ablation or None)):  # fmt: skip
             if value is not None and not method.uses_adapter_size:
                 raise ValueError(f"{setting}={value} does not apply to method {self.method!r}; methods with adapters: {with_adapters}")
+        if self.init_from is not None:
+            from adaptstudy.pretrain import check_full_artifact
+
+            check_full_artifact(self.init_from, self.backbone)
         if self.adapter_variant is not None and self.method != "houlsby":
             raise ValueError(f"adapter_variant={self.adapter_variant!r} applies only to method 'houlsby', not {self.method!r}")
         if self.top_k_layers is not None and not method.uses_top_k:
@@ -129,6 +135,10 @@ class FinetuneConfig(BaseModel):
         for name, neutral in NEUTRAL_SINCE_FIRST_RECORDS.items():
             if identity[name] == neutral:
                 del identity[name]
+        if self.init_from is not None:
+            from adaptstudy.pretrain import artifact_run_id
+
+            identity["init_from"] = artifact_run_id(self.init_from)  # the pretraining run, wherever its files are
         return identity
 
     def train_examples_cap(self) -> int | None:

@@ -31,13 +31,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adaptstudy.config import ConfigError, FinetuneConfig, validate
+from adaptstudy.pretrain import PretrainConfig
 from adaptstudy.results import TMP_PREFIX, base_record, resolve_results_dir, write_record
 
 CHECKPOINTS = ".checkpoints"
@@ -52,6 +53,7 @@ class Grid(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: Literal["finetune", "pretrain"] = Field("finetune", description="what each cell runs: fine-tuning or MLM pretraining")
     description: str = ""
     fixed: dict[str, Any] = {}
     axes: Axes | list[Axes] = Field(min_length=1)
@@ -84,7 +86,7 @@ def _check_block(axes: Axes) -> None:
 
 @dataclass
 class Cell:
-    config: FinetuneConfig
+    config: FinetuneConfig | PretrainConfig
     status: str = "todo"  # todo / done (an ok record exists) / ok / skipped / failed
     error: str | None = None
 
@@ -98,13 +100,14 @@ class Plan:
     study: str
     results_dir: Path
     cells: list[Cell] = field(default_factory=list)
+    kind: str = "finetune"
 
     def table(self) -> pd.DataFrame:
         rows = []
         for c in self.cells:
             cfg = c.config.resolved()
             rows.append({"run_id": c.run_id, "status": c.status, "task": cfg.task_name, "method": cfg.method,
-                         **{k: getattr(cfg, k) for k in DESCRIBED[2:]}, "error": c.error})  # fmt: skip
+                         **{k: getattr(cfg, k, None) for k in DESCRIBED[2:]}, "error": c.error})  # fmt: skip
         return pd.DataFrame(rows).dropna(axis=1, how="all")
 
     def counts(self) -> dict[str, int]:
@@ -169,10 +172,11 @@ def plan(
     grid = load_grid(sweep)
     folder = Path(results_dir) if results_dir else resolve_results_dir(None, grid.study)
     cells, problems = [], []
+    model = PretrainConfig if grid.kind == "pretrain" else FinetuneConfig
     for i, values in enumerate(expand(grid), start=1):
         values = {**values, "results_dir": str(folder), **({"data_dir": data_dir} if data_dir else {})}
         try:
-            cells.append(Cell(validate(FinetuneConfig, values, what="setting")))
+            cells.append(Cell(validate(model, values, what="setting")))
         except ConfigError as e:
             problems.append(f"cell {i} ({_describe(values)}): {e}")
     if problems:
@@ -182,7 +186,7 @@ def plan(
         if cell.run_id in seen:
             raise ConfigError(f"sweep {sweep}: cells {seen[cell.run_id]} and {i} are the same run ({cell.run_id})")
         seen[cell.run_id] = i
-    result = Plan(grid.study, folder, cells)
+    result = Plan(grid.study, folder, cells, grid.kind)
     _clean_temporary_files(folder)
     for cell in cells:
         if _ok_record(folder / f"{cell.run_id}.json"):
@@ -192,15 +196,17 @@ def plan(
 
 def run(p: Plan, progress: bool = True) -> Plan:
     """Run every cell not yet done, in process; failures are recorded and the sweep goes on."""
+    from adaptstudy.pretrain import pretrain
     from adaptstudy.train import finetune
 
+    execute = pretrain if p.kind == "pretrain" else finetune
     todo = [c for c in p.cells if c.status == "todo"]
     for n, cell in enumerate(todo, start=1):
         if progress:
             print(f"[{n}/{len(todo)}] {cell.run_id} {_describe(cell.config.identity())}", flush=True)
         checkpoints = p.results_dir / CHECKPOINTS / cell.run_id
         try:
-            finetune(cell.config, checkpoint_dir=checkpoints)
+            execute(cell.config, checkpoint_dir=checkpoints)
         except Exception as e:  # one cell's failure must not stop the others
             cell.status, cell.error = "failed", f"{type(e).__name__}: {e}"
             write_failure(cell.config, e)
@@ -218,7 +224,7 @@ def run(p: Plan, progress: bool = True) -> Plan:
     return p
 
 
-def write_failure(config: FinetuneConfig, error: BaseException) -> None:
+def write_failure(config: FinetuneConfig | PretrainConfig, error: BaseException) -> None:
     record = base_record(config)
     record.update(
         status="failed",
@@ -244,8 +250,8 @@ def _clean_temporary_files(folder: Path) -> None:
             leftover.unlink(missing_ok=True)
 
 
-DESCRIBED = ("task", "method", "adapter_size", "top_k_layers", "adapter_init_std", "adapter_variant", "learning_rate",
-             "seed", "train_fraction")  # fmt: skip
+DESCRIBED = ("task", "method", "corpus", "mode", "backbone", "adapter_size", "top_k_layers", "adapter_init_std", "adapter_variant",
+             "learning_rate", "seed", "train_fraction", "corpus_fraction", "max_steps")  # fmt: skip
 
 
 def _describe(values: Mapping[str, Any]) -> str:

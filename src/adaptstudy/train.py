@@ -58,7 +58,7 @@ def build_model(config: FinetuneConfig, spec: TaskSpec):
     hf_logging.set_verbosity_error()  # the head is new by design; don't warn that it is untrained
     try:
         model = AutoModelForSequenceClassification.from_pretrained(
-            resolve_backbone(config.backbone),
+            config.init_from or resolve_backbone(config.backbone),
             num_labels=spec.num_labels,
             problem_type="regression" if spec.is_regression else "single_label_classification",
             use_safetensors=True,
