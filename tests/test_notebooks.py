@@ -131,3 +131,21 @@ def test_peft_chapter_renders_ours_beside_the_report_from_a_smoke_sweep(tmp_path
     html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
     assert "published (TinyRoBERTa)" in html and "ours (minilm-l3)" in html
     assert html.count("(1)") >= 4  # ours: full and bitfit, one seed, on both backbones (90%/10%)
+
+
+def test_dapt_then_tapt_then_finetune_chain_through_the_notebooks(tmp_path, monkeypatch):
+    """DAPT+TAPT as a user chains it: each notebook's artifact is the next one's init_from."""
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    records = tmp_path / "pretrain"
+    run("02_dapt.ipynb", tmp_path / "02.ipynb", **smoke("dapt.yaml"), results_dir=str(records))
+    (dapt,) = [json.loads(p.read_text()) for p in records.glob("*.json")]
+    assert dapt["status"] == "ok" and dapt["task"] == "mlm:news" and dapt["steps"] == 2 and dapt["metrics"]["perplexity"] > 1
+    run("03_tapt.ipynb", tmp_path / "03.ipynb", **smoke("tapt.yaml"), init_from=dapt["artifact"], results_dir=str(records))
+    (tapt,) = [json.loads(p.read_text()) for p in records.glob("*.json") if p.stem != dapt["run_id"]]
+    assert tapt["task"] == "mlm:task:acl-arc" and tapt["config"]["init_from"] == dapt["artifact"]
+    finetuned = tmp_path / "finetune"
+    run("04_finetune.ipynb", tmp_path / "04.ipynb", task="acl-arc", method="full", max_train_examples=32, num_train_epochs=1,
+        max_seq_length=64, batch_size=16, init_from=tapt["artifact"], results_dir=str(finetuned))  # fmt: skip
+    (record,) = [json.loads(p.read_text()) for p in finetuned.glob("*.json")]
+    assert record["status"] == "ok" and record["config"]["init_from"] == tapt["artifact"]
+    assert FinetuneConfig(**record["config"]).identity()["init_from"] == tapt["run_id"]

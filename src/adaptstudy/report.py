@@ -100,6 +100,26 @@ def record_summary(record: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.Series(summary).to_frame("value"), pd.DataFrame(record["history"])
 
 
+def pretrain_summary(record: dict) -> pd.DataFrame:
+    """One pretraining run at a glance: corpus, held-out perplexity before and after, and its costs."""
+    rows = {
+        "run_id": record["run_id"],
+        "corpus": record["task"].removeprefix("mlm:"),
+        "mode": record["method"],
+        "documents (words)": f"{record['corpus_documents']:,} ({record['corpus_words']:,})",
+        "evaluation texts left out": record["excluded_eval_documents"],
+        "held-out perplexity before → after": (f"{record['perplexity_before']:.1f} → {record['metrics']['perplexity']:.1f}"
+                                               if record["metrics"] else "– (no held-out text)"),  # fmt: skip
+        "steps": record["steps"],
+        "trainable": f"{record['trainable_params']:,} of {record['total_params']:,}",
+        "train seconds": round(record["train_runtime_s"], 1),
+        "tokens/s": round(record["train_tokens_per_s"]),
+        "peak RSS (MB)": round(record["peak_rss_mb"]),
+        "artifact": record["artifact"],
+    }
+    return pd.Series(rows).to_frame("value")
+
+
 def scale_note(runs: pd.DataFrame) -> str:
     """One sentence saying at which scale the runs in a table were made."""
     if runs.empty:
