@@ -6,7 +6,7 @@ import pytest
 import torch
 from transformers import DataCollatorForLanguageModeling
 
-from adaptstudy.backbones import load_tokenizer
+from adaptstudy.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.pretrain import load_mlm, pack_texts
 
 
@@ -106,3 +106,61 @@ def test_a_killed_pretraining_run_resumes_from_its_checkpoint(tmp_path, data_dir
     (path,) = results.glob("*.json")
     record = json.loads(path.read_text())
     assert record["status"] == "ok" and record["resumed_from_step"] >= 1 and record["steps"] == 12
+
+
+@pytest.fixture(scope="module")
+def pretrained_adapter(tmp_path_factory, data_dir):
+    from adaptstudy.pretrain import PretrainConfig, pretrain
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ADAPTSTUDY_CACHE", str(tmp_path_factory.mktemp("cache")))
+        return pretrain(PretrainConfig(corpus="task:acl-arc", mode="seq_bn", adapter_size=32, max_steps=2, **TINY_MLM), write=False)
+
+
+def _weights(model, adapter):
+    return {n.replace(f".{adapter}.", "."): p.detach().clone() for n, p in model.named_parameters() if f".adapters.{adapter}." in n}
+
+
+def test_a_pretrained_adapter_is_continued_or_stacked_under_a_new_task_adapter(pretrained_adapter, data_dir):
+    import adapters
+    from adapters.composition import Stack
+    from transformers import AutoModelForMaskedLM
+
+    from adaptstudy.config import FinetuneConfig
+    from adaptstudy.data import resolve_task
+    from adaptstudy.train import build_model
+
+    artifact = pretrained_adapter["artifact"]
+    saved = AutoModelForMaskedLM.from_pretrained(resolve_backbone("minilm-l6"))
+    adapters.init(saved)
+    saved.load_adapter(artifact, load_as="x")
+    expected = _weights(saved, "x")
+
+    spec = resolve_task("acl-arc")
+    cont = FinetuneConfig(task="acl-arc", method="pfeiffer", init_from=artifact, adapter_use="continue")
+    assert cont.resolved().adapter_size == 32  # the pretrained adapter's size, not the method's default 64
+    model = build_model(cont.resolved(), spec)
+    ours = _weights(model, "task")
+    assert ours.keys() == expected.keys() and all(torch.equal(ours[k], expected[k]) for k in ours)
+    assert all(p.requires_grad for n, p in model.named_parameters() if ".adapters.task." in n)
+
+    stacked = build_model(FinetuneConfig(task="acl-arc", method="pfeiffer", adapter_size=8, init_from=artifact, adapter_use="stack").resolved(), spec)
+    assert isinstance(stacked.active_adapters, Stack) and list(stacked.active_adapters) == ["pretrained", "task"]
+    trained = {n for n, p in stacked.named_parameters() if p.requires_grad}
+    assert not any(".pretrained." in n for n in trained) and any(".adapters.task." in n for n in trained)
+    frozen = _weights(stacked, "pretrained")
+    assert all(torch.equal(frozen[k], expected[k]) for k in expected)
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [({"method": "pfeiffer"}, "say adapter_use='continue'"),
+     ({"method": "houlsby", "adapter_use": "continue"}, "continued by method 'pfeiffer', not 'houlsby'"),
+     ({"method": "lora", "adapter_use": "stack"}, "needs a bottleneck task adapter"),
+     ({"method": "pfeiffer", "adapter_size": 16, "adapter_use": "continue"}, "has size 32")],
+)  # fmt: skip
+def test_adapter_artifacts_need_a_matching_use(pretrained_adapter, settings, message):
+    from adaptstudy.config import ConfigError, FinetuneConfig, validate
+
+    with pytest.raises(ConfigError, match=message):
+        validate(FinetuneConfig, {"task": "acl-arc", "init_from": pretrained_adapter["artifact"], **settings})

@@ -43,7 +43,7 @@ def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "par
 # neutral value, so that every earlier run keeps its id.
 NEUTRAL_SINCE_FIRST_RECORDS = {
     "train_fraction": 1.0, "top_k_layers": None, "adapter_init_std": None, "layer_ablation": False, "adapter_variant": None,
-    "resplit_train_share": None, "max_eval_examples": None, "init_from": None,
+    "resplit_train_share": None, "max_eval_examples": None, "init_from": None, "adapter_use": None,
 }  # fmt: skip
 
 
@@ -75,8 +75,9 @@ class FinetuneConfig(BaseModel):
     top_k_layers: int | None = Field(None, ge=1, description="top_k: how many of the top transformer layers train")
     adapter_init_std: float | None = Field(None, gt=0, description="adapter methods: init std (None: the library's 1e-2)")
     layer_ablation: bool = Field(False, description="adapter methods: after training, evaluate with each span of layers' adapters removed")
-    init_from: str | None = Field(
-        None, description="a full-model pretraining artifact (DAPT/TAPT output) to start from instead of the backbone's weights")
+    init_from: str | None = Field(None, description="a pretraining artifact (02_dapt / 03_tapt output) to start from")
+    adapter_use: Literal["continue", "stack"] | None = Field(
+        None, description="with an adapter artifact: train it on (continue) or freeze it under a new task adapter (stack)")
     resplit_train_share: float | None = Field(
         None, gt=0, lt=1, description="pool the task's labelled splits and re-split them, this share for training (seeded by data_seed)")
     max_eval_examples: int | None = Field(None, gt=0, description="None: the whole evaluation split; else a seeded subsample")
@@ -98,9 +99,11 @@ class FinetuneConfig(BaseModel):
             if value is not None and not method.uses_adapter_size:
                 raise ValueError(f"{setting}={value} does not apply to method {self.method!r}; methods with adapters: {with_adapters}")
         if self.init_from is not None:
-            from adaptstudy.pretrain import check_full_artifact
+            from adaptstudy.pretrain import check_init_from
 
-            check_full_artifact(self.init_from, self.backbone)
+            check_init_from(self.init_from, self.backbone, self.method, self.adapter_use, self.adapter_size)
+        elif self.adapter_use is not None:
+            raise ValueError(f"adapter_use={self.adapter_use!r} needs init_from (an adapter artifact of 02_dapt / 03_tapt)")
         if self.adapter_variant is not None and self.method != "houlsby":
             raise ValueError(f"adapter_variant={self.adapter_variant!r} applies only to method 'houlsby', not {self.method!r}")
         if self.top_k_layers is not None and not method.uses_top_k:
@@ -125,7 +128,11 @@ class FinetuneConfig(BaseModel):
         updates: dict[str, Any] = {}
         if self.learning_rate is None:
             updates["learning_rate"] = method.default_learning_rate
-        if method.uses_adapter_size and self.adapter_size is None:
+        if method.uses_adapter_size and self.adapter_use == "continue":
+            from adaptstudy.pretrain import artifact_meta
+
+            updates["adapter_size"] = artifact_meta(self.init_from)["adapter_size"]  # the pretrained adapter's
+        elif method.uses_adapter_size and self.adapter_size is None:
             updates["adapter_size"] = method.default_adapter_size
         return self.model_copy(update=updates)
 

@@ -20,6 +20,7 @@ from torch import nn
 from adaptstudy.registry import Registry
 
 ADAPTER_NAME = "task"
+PRETRAINED_ADAPTER = "pretrained"  # an adapter from MLM pretraining, frozen under the task adapter (stack)
 HEAD_PATTERN = re.compile(r"(^|\.)(classifier|pooler|score|heads)\.")
 # Modules the `adapters` package adds: bottleneck adapters, LoRA/IA3, prefixes, soft prompts, Compacter's shared rule.
 ADDED_PATTERN = re.compile(r"(^|\.)(adapters|loras|prefix_tuning|prompt_tuning|shared_parameters)\.")
@@ -54,8 +55,13 @@ class Method:
     def apply(self, model: nn.Module, config) -> nn.Module:
         """Prepare `model` for this method and set `requires_grad` on every parameter."""
         model = self.prepare(model, config)
+        if getattr(config, "init_from", None):
+            from adaptstudy.pretrain import attach_pretrained_adapter
+
+            attach_pretrained_adapter(model, config, ADAPTER_NAME)
         for name, param in model.named_parameters():
-            param.requires_grad_(bool(self.trainable(name, model, config)))
+            frozen_pretrained = f".{PRETRAINED_ADAPTER}." in name
+            param.requires_grad_(bool(self.trainable(name, model, config)) and not frozen_pretrained)
         return model
 
 

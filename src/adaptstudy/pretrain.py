@@ -264,6 +264,8 @@ def save_artifact(model: MaskedPositionsMLM, tokenizer, config: PretrainConfig, 
             model.mlm.save_adapter(str(scratch), ADAPTER_NAME)
         base = artifact_base(config.init_from) if config.init_from else config.backbone
         meta = {"run_id": config.run_id, "mode": config.mode, "base": base, "backbone": root_backbone(config)}
+        if config.mode == "seq_bn":
+            meta["adapter_size"] = config.adapter_size or round(model.config.hidden_size / 16)
         (scratch / ARTIFACT_MARKER).write_text(json.dumps(meta))
         if folder.exists():
             shutil.rmtree(folder)
@@ -273,16 +275,72 @@ def save_artifact(model: MaskedPositionsMLM, tokenizer, config: PretrainConfig, 
     return folder
 
 
-def check_full_artifact(folder: str | os.PathLike, backbone: str) -> None:
-    """`folder` holds a full pretrained model made from `backbone` (fine-tuning starts from its weights)."""
+ADAPTER_FAMILY = {"seq_bn": "pfeiffer", "unipelt": "unipelt"}  # pretrained adapter mode -> the method that continues it
+STACKABLE = ("pfeiffer", "houlsby")  # task adapters that can sit on top of a pretrained one (adapters' Stack)
+
+
+def artifact_meta(folder: str | os.PathLike) -> dict[str, Any]:
     marker = Path(folder) / ARTIFACT_MARKER
     if not marker.is_file():
         raise ValueError(f"init_from={str(folder)!r} is not a pretraining artifact (no {ARTIFACT_MARKER} there)")
-    meta = json.loads(marker.read_text())
+    return json.loads(marker.read_text())
+
+
+def check_full_artifact(folder: str | os.PathLike, backbone: str) -> None:
+    """`folder` holds a full pretrained model made from `backbone` (pretraining continues from its weights)."""
+    meta = artifact_meta(folder)
     if meta["mode"] not in ("head", "full"):
         raise ValueError(f"init_from={str(folder)!r} holds a {meta['mode']} adapter, not a full model")
-    if meta.get("backbone", backbone) != backbone:
+    if meta["backbone"] != backbone:
         raise ValueError(f"init_from={str(folder)!r} was pretrained from {meta['backbone']!r}, not from backbone {backbone!r}")
+
+
+def check_init_from(folder: str | os.PathLike, backbone: str, method: str, adapter_use: str | None, adapter_size: int | None = None) -> None:
+    """Fine-tuning from a pretraining artifact: a full model, or an adapter to continue or to stack a task adapter on."""
+    meta = artifact_meta(folder)
+    if meta["backbone"] != backbone:
+        raise ValueError(f"init_from={str(folder)!r} was pretrained from {meta['backbone']!r}, not from backbone {backbone!r}")
+    if meta["mode"] in ("head", "full"):
+        if adapter_use is not None:
+            raise ValueError(f"adapter_use={adapter_use!r} applies to an adapter artifact; {str(folder)!r} is a full model")
+        return
+    if adapter_use is None:
+        raise ValueError(f"init_from={str(folder)!r} holds a {meta['mode']} adapter: say adapter_use='continue' (train it on) "
+                         "or 'stack' (freeze it, train a new task adapter on top)")  # fmt: skip
+    if adapter_use == "continue" and method != ADAPTER_FAMILY[meta["mode"]]:
+        raise ValueError(f"a pretrained {meta['mode']} adapter is continued by method {ADAPTER_FAMILY[meta['mode']]!r}, not {method!r}")
+    if adapter_use == "continue" and adapter_size not in (None, meta.get("adapter_size")):
+        raise ValueError(f"adapter_size={adapter_size}: the pretrained adapter in {str(folder)!r} has size {meta.get('adapter_size')}")
+    if adapter_use == "stack" and method not in STACKABLE:
+        raise ValueError(f"adapter_use='stack' needs a bottleneck task adapter ({', '.join(STACKABLE)}), not method {method!r}")
+
+
+def initial_weights(config) -> str:
+    """The folder or Hub id whose weights a fine-tuning run starts from."""
+    from adaptstudy.backbones import resolve_backbone
+
+    if config.init_from is None:
+        return resolve_backbone(config.backbone)
+    base = artifact_base(config.init_from)
+    return base if Path(base).is_dir() else resolve_backbone(base)
+
+
+def attach_pretrained_adapter(model: nn.Module, config, task_adapter: str) -> None:
+    """Put an adapter artifact's weights in place: as the task adapter itself (continue), or frozen under it (stack)."""
+    from adaptstudy.methods import PRETRAINED_ADAPTER
+
+    if config.init_from is None or artifact_meta(config.init_from)["mode"] in ("head", "full"):
+        return
+    if config.adapter_use == "continue":
+        model.delete_adapter(task_adapter)
+        model.load_adapter(str(config.init_from), load_as=task_adapter)
+        model.train_adapter(task_adapter)
+    else:
+        from adapters.composition import Stack
+
+        model.load_adapter(str(config.init_from), load_as=PRETRAINED_ADAPTER)
+        model.train_adapter(task_adapter)
+        model.active_adapters = Stack(PRETRAINED_ADAPTER, task_adapter)
 
 
 def artifact_base(folder: str | os.PathLike) -> str:

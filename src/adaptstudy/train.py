@@ -20,11 +20,12 @@ import numpy as np
 import torch
 from datasets import DatasetDict
 
-from adaptstudy.backbones import load_tokenizer, resolve_backbone
+from adaptstudy.backbones import load_tokenizer
 from adaptstudy.config import FinetuneConfig, validate
 from adaptstudy.data import TaskSpec, resolve_task
 from adaptstudy.device import training_arguments, use_bf16
 from adaptstudy.methods import METHODS, adapters_removed, count_parameters
+from adaptstudy.pretrain import initial_weights
 from adaptstudy.metrics import compute_metrics
 from adaptstudy.results import base_record, peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
 
@@ -58,7 +59,7 @@ def build_model(config: FinetuneConfig, spec: TaskSpec):
     hf_logging.set_verbosity_error()  # the head is new by design; don't warn that it is untrained
     try:
         model = AutoModelForSequenceClassification.from_pretrained(
-            config.init_from or resolve_backbone(config.backbone),
+            initial_weights(config),
             num_labels=spec.num_labels,
             problem_type="regression" if spec.is_regression else "single_label_classification",
             use_safetensors=True,
