@@ -108,3 +108,13 @@ def test_init_scale_is_judged_per_task(tmp_path):
     verdicts = hr.claims(records_frame(tmp_path), []).set_index("claim")
     init = verdicts.loc["Performance is stable for init std up to 1e-2 and degrades above"]
     assert init["verdict"] == "partly" and "rte: spread up to 1e-2 1.0 points" in init["ours"]
+
+
+def test_size_means_average_over_tasks_that_have_every_size(tmp_path):
+    for task, scores in (("rte", (60.0, 62.0, 58.0)), ("mrpc", (80.0, 82.0, 84.0))):
+        for size, score in zip((8, 64, 256), scores):
+            _run(tmp_path, score, task=task, method="houlsby", size=size, lr=1e-3, trainable=1_000)
+    _run(tmp_path, 99.0, task="cola", method="houlsby", size=64, lr=1e-3)  # CoLA has one size only: left out
+    means = hr.size_means(records_frame(tmp_path)).set_index("adapter size")
+    assert means["ours: mean over tasks"].to_dict() == {8: 70.0, 64: 72.0, 256: 71.0}
+    assert means.loc[8, "published: mean validation accuracy (BERT-large, GLUE)"] == 86.2

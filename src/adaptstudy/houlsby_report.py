@@ -13,6 +13,7 @@ import pandas as pd
 from adaptstudy.published import (
     HOULSBY_2019,
     HOULSBY_NOT_OFFLINE,
+    HOULSBY_SIZE_MEANS,
     HOULSBY_HUB_COPIES,
     HOULSBY_TABLE1_PARAMS,
     HOULSBY_TABLE2_AVERAGE,
@@ -77,6 +78,20 @@ def size_table(runs: pd.DataFrame) -> pd.DataFrame:
         .agg(mean="mean", sd="std", seeds="count")
         .reset_index()
     )
+
+
+def size_means(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per adapter size: our mean dev metric over the tasks that have every size, beside the paper's mean."""
+    sizes = size_table(runs)
+    means = sizes.pivot(index="task", columns="label", values="mean") if not sizes.empty else pd.DataFrame()
+    columns = [f"houlsby-{s}" for s in SIZES]
+    complete = means.dropna(subset=[c for c in columns if c in means], how="any") if set(columns) <= set(means) else pd.DataFrame()
+    return pd.DataFrame({
+        "adapter size": SIZES,
+        "ours: mean over tasks": [complete[f"houlsby-{s}"].mean() if not complete.empty else np.nan for s in SIZES],
+        "tasks": [", ".join(complete.index) if not complete.empty else "–"] * len(SIZES),
+        "published: mean validation accuracy (BERT-large, GLUE)": [HOULSBY_SIZE_MEANS[s] for s in SIZES],
+    })  # fmt: skip
 
 
 def table1(runs: pd.DataFrame) -> pd.DataFrame:
