@@ -29,6 +29,8 @@ test: setup
 smoke: setup
 	mkdir -p /tmp/adaptstudy-smoke
 	$(PAPERMILL) notebooks/01_data_prep.ipynb /tmp/adaptstudy-smoke/01.ipynb -f params/smoke/data_prep.yaml
+	$(PAPERMILL) notebooks/02_dapt.ipynb /tmp/adaptstudy-smoke/02.ipynb -f params/smoke/dapt.yaml -p results_dir /tmp/adaptstudy-smoke/pretrain
+	$(PAPERMILL) notebooks/03_tapt.ipynb /tmp/adaptstudy-smoke/03.ipynb -f params/smoke/tapt.yaml -p results_dir /tmp/adaptstudy-smoke/pretrain
 	$(PAPERMILL) notebooks/04_finetune.ipynb /tmp/adaptstudy-smoke/04.ipynb -f params/smoke/finetune.yaml -p results_dir /tmp/adaptstudy-smoke/results
 	$(PAPERMILL) notebooks/06_analysis.ipynb /tmp/adaptstudy-smoke/06.ipynb
 	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb /tmp/adaptstudy-smoke/06e.ipynb
