@@ -159,6 +159,12 @@ def _library_method(config_class: str, **options) -> Callable[[nn.Module, object
     return prepare
 
 
+def _from_library(name: str, description: str, config_class: str, learning_rate: float, **options) -> Method:
+    """A method the `adapters` package implements: what it adds trains, with the head; nothing else does."""
+    return Method(name, description + " + head", trainable=lambda n, *_: is_added(n) or is_head(n),
+                  prepare=_library_method(config_class, **options), default_learning_rate=learning_rate)  # fmt: skip
+
+
 def _in_top_layers(name: str, model: nn.Module, config) -> bool:
     index = layer_index(name)
     return index is not None and index >= model.config.num_hidden_layers - config.top_k_layers
@@ -238,51 +244,18 @@ for _m in (
         trainable=lambda n, *_: _is_encoder_layer(n) or is_head(n),
         default_learning_rate=5e-5,
     ),
-    Method(
-        "prompt_tuning",
-        f"{PROMPT_TOKENS} soft-prompt tokens prepended to the input embeddings (Lester et al. 2021) + head",
-        trainable=lambda n, *_: is_added(n) or is_head(n),
-        prepare=_library_method("PromptTuningConfig", prompt_length=PROMPT_TOKENS),
-        default_learning_rate=3e-2,
-    ),
-    Method(
-        "lora",
-        "LoRA (Hu et al. 2022) on the query and value projections, r 8, alpha 8 (adapters' defaults) + head",
-        trainable=lambda n, *_: is_added(n) or is_head(n),
-        prepare=_library_method("LoRAConfig"),
-        default_learning_rate=1e-3,
-    ),
-    Method(
-        "ia3",
-        "IA3 (Liu et al. 2022): learned scaling of keys, values and the feed-forward activations + head",
-        trainable=lambda n, *_: is_added(n) or is_head(n),
-        prepare=_library_method("IA3Config"),
-        default_learning_rate=3e-3,
-    ),
-    Method(
-        "prefix_tuning",
-        "prefix tuning (Li & Liang 2021): 30 prefix tokens per layer through the reparameterising MLP "
-        "(adapters' defaults; the MLP trains and counts) + head",
-        trainable=lambda n, *_: is_added(n) or is_head(n),
-        prepare=_library_method("PrefixTuningConfig"),
-        default_learning_rate=1e-3,
-    ),
-    Method(
-        "compacter",
-        "Compacter (Mahabadi et al. 2021): Kronecker-factored low-rank adapters, reduction factor 32, "
-        "n 4 (adapters' defaults) + head",
-        trainable=lambda n, *_: is_added(n) or is_head(n),
-        prepare=_library_method("CompacterConfig"),
-        default_learning_rate=3e-3,
-    ),
-    Method(
-        "unipelt",
-        "UniPELT (Mao et al. 2022), adapters' definition: gated LoRA (r 8), prefix tuning (10 tokens) and a "
-        "seq_bn adapter (reduction factor 16) + head",
-        trainable=lambda n, *_: is_added(n) or is_head(n),
-        prepare=_library_method("UniPELTConfig"),
-        default_learning_rate=1e-3,
-    ),
+    _from_library("prompt_tuning", f"{PROMPT_TOKENS} soft-prompt tokens prepended to the input embeddings (Lester et al. 2021)",
+                  "PromptTuningConfig", 3e-2, prompt_length=PROMPT_TOKENS),
+    _from_library("lora", "LoRA (Hu et al. 2022) on the query and value projections, r 8, alpha 8 (adapters' defaults)",
+                  "LoRAConfig", 1e-3),
+    _from_library("ia3", "IA3 (Liu et al. 2022): learned scaling of keys, values and the feed-forward activations",
+                  "IA3Config", 3e-3),
+    _from_library("prefix_tuning", "prefix tuning (Li & Liang 2021): 30 prefix tokens per layer through the "
+                  "reparameterising MLP (adapters' defaults; the MLP trains and counts)", "PrefixTuningConfig", 1e-3),
+    _from_library("compacter", "Compacter (Mahabadi et al. 2021): Kronecker-factored low-rank adapters, reduction "
+                  "factor 32, n 4 (adapters' defaults)", "CompacterConfig", 3e-3),
+    _from_library("unipelt", "UniPELT (Mao et al. 2022), adapters' definition: gated LoRA (r 8), prefix tuning "
+                  "(10 tokens) and a seq_bn adapter (reduction factor 16)", "UniPELTConfig", 1e-3),
 ):
     METHODS.add(_m.name, _m)
 

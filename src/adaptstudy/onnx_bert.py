@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
+
+from adaptstudy.results import atomic_folder
 
 PREFIX = "model.0.auto_model."
 CONVERTED_MARKER = "adaptstudy-conversion.json"
@@ -72,19 +72,11 @@ def convert(onnx_path: str | Path, out_dir: str | Path, tokenizer_from: str | Pa
     missing = [k for k in missing if k != "embeddings.position_ids"]
     if missing or unexpected:
         raise ValueError(f"{onnx_path}: weights missing {missing}, unexpected {unexpected}")
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=out_dir.parent))
-    try:
+    with atomic_folder(out_dir) as scratch:
         model.save_pretrained(scratch, safe_serialization=True)
         AutoTokenizer.from_pretrained(str(tokenizer_from)).save_pretrained(scratch)
         (scratch / CONVERTED_MARKER).write_text(json.dumps({"source": str(onnx_path), "sha256": file_sha256(onnx_path)}))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        scratch.rename(out_dir)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return out_dir
+    return Path(out_dir)
 
 
 def converted(onnx_path: str | Path, name: str, tokenizer_from: str | Path, num_attention_heads: int) -> Path:

@@ -251,12 +251,9 @@ def build_pretraining_model(config: PretrainConfig) -> MaskedPositionsMLM:
 
 def save_artifact(model: MaskedPositionsMLM, tokenizer, config: PretrainConfig, folder: Path) -> Path:
     """A full MLM checkpoint (modes head, full) or the adapter alone in the `adapters` format; atomic."""
-    import shutil
-    import tempfile
+    from adaptstudy.results import atomic_folder
 
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
-    try:
+    with atomic_folder(folder) as scratch:
         if config.mode in ("head", "full"):
             model.save_pretrained(scratch, safe_serialization=True)
             tokenizer.save_pretrained(scratch)
@@ -267,11 +264,6 @@ def save_artifact(model: MaskedPositionsMLM, tokenizer, config: PretrainConfig, 
         if config.mode == "seq_bn":
             meta["adapter_size"] = config.adapter_size or round(model.config.hidden_size / 16)
         (scratch / ARTIFACT_MARKER).write_text(json.dumps(meta))
-        if folder.exists():
-            shutil.rmtree(folder)
-        scratch.rename(folder)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     return folder
 
 

@@ -13,6 +13,8 @@ import resource
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +127,24 @@ def write_record(record: dict[str, Any], results_dir: str | os.PathLike) -> Path
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+@contextmanager
+def atomic_folder(folder: str | os.PathLike) -> Iterator[Path]:
+    """A scratch folder beside `folder` to fill; it replaces `folder` only when the block ends without error,
+    so a killed writer never leaves a half-written model or adapter behind."""
+    import shutil
+
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=folder.parent))
+    try:
+        yield scratch
+        if folder.exists():
+            shutil.rmtree(folder)
+        scratch.rename(folder)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def read_records(results_dir: str | os.PathLike, status: str | None = "ok") -> list[dict[str, Any]]:
