@@ -44,6 +44,7 @@ def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "par
 NEUTRAL_SINCE_FIRST_RECORDS = {
     "train_fraction": 1.0, "top_k_layers": None, "adapter_init_std": None, "layer_ablation": False, "adapter_variant": None,
     "resplit_train_share": None, "max_eval_examples": None, "init_from": None, "adapter_use": None,
+    "adam_beta2": 0.999, "adam_epsilon": 1e-8,
 }  # fmt: skip
 
 
@@ -68,6 +69,8 @@ class FinetuneConfig(BaseModel):
     data_seed: int = 0
     warmup_ratio: float = Field(0.1, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
+    adam_beta2: float = Field(0.999, gt=0, lt=1, description="Don't Stop Pretraining's recipe uses 0.98")
+    adam_epsilon: float = Field(1e-8, gt=0, description="Don't Stop Pretraining's recipe uses 1e-6")
     eval_batch_size: int = Field(128, ge=1)
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     train_fraction: float = Field(1.0, gt=0, le=1, description="share of the (capped) training set; nested across values")

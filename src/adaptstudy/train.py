@@ -239,6 +239,8 @@ def finetune(
             per_device_eval_batch_size=config.eval_batch_size,
             warmup_ratio=config.warmup_ratio,
             weight_decay=config.weight_decay,
+            adam_beta2=config.adam_beta2,
+            adam_epsilon=config.adam_epsilon,
             lr_scheduler_type="linear",
             eval_strategy="epoch",
             logging_strategy="epoch",
