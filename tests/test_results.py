@@ -1,11 +1,14 @@
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 from adaptstudy import results
 from adaptstudy.config import FinetuneConfig
 from adaptstudy.results import read_records, records_frame, write_record
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _record(**kw):
@@ -57,3 +60,12 @@ def test_a_write_that_fails_midway_leaves_nothing(tmp_path):
     with pytest.raises(TypeError):
         write_record(record, tmp_path)
     assert os.listdir(tmp_path) == []
+
+
+def test_every_committed_record_keeps_its_run_id():
+    """A setting added later must not change earlier runs' ids, or a resumed sweep would redo finished runs."""
+    records = read_records(ROOT / "results", status=None)
+    assert records, "no committed records found"
+    for record in records:
+        config = {k: v for k, v in record["config"].items() if k in FinetuneConfig.model_fields}
+        assert FinetuneConfig(**config).run_id == record["run_id"], record["run_id"]
