@@ -164,3 +164,20 @@ def test_adapter_artifacts_need_a_matching_use(pretrained_adapter, settings, mes
 
     with pytest.raises(ConfigError, match=message):
         validate(FinetuneConfig, {"task": "acl-arc", "init_from": pretrained_adapter["artifact"], **settings})
+
+
+def test_init_from_may_name_a_pretraining_run_by_its_settings(tmp_path, data_dir, monkeypatch):
+    """Grids chain runs by settings, not by machine-specific paths: the settings name the artifact in the cache."""
+    from adaptstudy.config import FinetuneConfig
+    from adaptstudy.pretrain import PretrainConfig, initial_weights, pretrain
+
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    settings = {"corpus": "task:acl-arc", "mode": "full", "max_steps": 1, **TINY_MLM}
+    config = FinetuneConfig(task="acl-arc", method="full", init_from=settings)  # valid before the pretraining has run
+    with pytest.raises(FileNotFoundError, match="run its pretraining grid"):
+        initial_weights(config)
+    record = pretrain(PretrainConfig(**settings), write=False)
+    assert config.identity()["init_from"] == record["run_id"]
+    assert initial_weights(config) == record["artifact"]
+    chained = PretrainConfig(corpus="task:acl-arc", mode="full", max_steps=1, init_from=settings, **TINY_MLM)
+    assert chained.identity()["init_from"] == record["run_id"]

@@ -78,7 +78,9 @@ class FinetuneConfig(BaseModel):
     top_k_layers: int | None = Field(None, ge=1, description="top_k: how many of the top transformer layers train")
     adapter_init_std: float | None = Field(None, gt=0, description="adapter methods: init std (None: the library's 1e-2)")
     layer_ablation: bool = Field(False, description="adapter methods: after training, evaluate with each span of layers' adapters removed")
-    init_from: str | None = Field(None, description="a pretraining artifact (02_dapt / 03_tapt output) to start from")
+    init_from: str | dict[str, Any] | None = Field(
+        None, description="a pretraining artifact (02_dapt / 03_tapt output) to start from: its folder, or the settings of "
+                          "the pretraining run that makes it (a mapping)")
     adapter_use: Literal["continue", "stack"] | None = Field(
         None, description="with an adapter artifact: train it on (continue) or freeze it under a new task adapter (stack)")
     resplit_train_share: float | None = Field(
@@ -132,9 +134,9 @@ class FinetuneConfig(BaseModel):
         if self.learning_rate is None:
             updates["learning_rate"] = method.default_learning_rate
         if method.uses_adapter_size and self.adapter_use == "continue":
-            from adaptstudy.pretrain import artifact_meta
+            from adaptstudy.pretrain import reference_meta
 
-            updates["adapter_size"] = artifact_meta(self.init_from)["adapter_size"]  # the pretrained adapter's
+            updates["adapter_size"] = reference_meta(self.init_from)["adapter_size"]  # the pretrained adapter's
         elif method.uses_adapter_size and self.adapter_size is None:
             updates["adapter_size"] = method.default_adapter_size
         return self.model_copy(update=updates)
@@ -146,9 +148,9 @@ class FinetuneConfig(BaseModel):
             if identity[name] == neutral:
                 del identity[name]
         if self.init_from is not None:
-            from adaptstudy.pretrain import artifact_run_id
+            from adaptstudy.pretrain import reference_meta
 
-            identity["init_from"] = artifact_run_id(self.init_from)  # the pretraining run, wherever its files are
+            identity["init_from"] = reference_meta(self.init_from)["run_id"]  # the pretraining run, wherever its files are
         return identity
 
     def train_examples_cap(self) -> int | None:

@@ -116,7 +116,9 @@ class PretrainConfig(BaseModel):
     corpus: str = Field(description="a registered corpus, or task:<name> (TAPT: the task's training texts)")
     mode: Literal["head", "full", "seq_bn", "unipelt"] = "full"
     backbone: str = "minilm-l6"
-    init_from: str | None = Field(None, description="a full artifact of an earlier run (e.g. the warmed head, or DAPT for DAPT+TAPT)")
+    init_from: str | dict[str, Any] | None = Field(
+        None, description="a full artifact of an earlier run (e.g. the warmed head, or DAPT for DAPT+TAPT): its folder, or "
+                          "that run's settings (a mapping), which name its artifact in the cache")
     exclude_eval_of: tuple[str, ...] = Field((), description="tasks whose evaluation texts are left out of the corpus")
     adapter_size: int | None = Field(None, ge=1, description="seq_bn: bottleneck width (None: reduction factor 16)")
     mlm_probability: float = Field(0.15, gt=0, lt=1)
@@ -170,7 +172,7 @@ class PretrainConfig(BaseModel):
     def identity(self) -> dict[str, Any]:
         identity = self.model_dump(exclude={"data_dir", "results_dir", "output_dir", "checkpoint_every_s"})
         if self.init_from:
-            identity["init_from"] = artifact_run_id(self.init_from)  # the run, not where its files happen to be
+            identity["init_from"] = reference_meta(self.init_from)["run_id"]  # the run, not where its files happen to be
         return identity
 
     @property
@@ -187,13 +189,42 @@ class PretrainConfig(BaseModel):
 
 def root_backbone(config: PretrainConfig) -> str:
     """The registered backbone a chain of pretraining runs started from."""
-    if config.init_from:
-        return json.loads((Path(config.init_from) / ARTIFACT_MARKER).read_text())["backbone"]
-    return config.backbone
+    return reference_meta(config.init_from)["backbone"] if config.init_from else config.backbone
 
 
-def artifact_run_id(folder: str | os.PathLike) -> str:
-    return json.loads((Path(folder) / ARTIFACT_MARKER).read_text())["run_id"]
+Reference = str | os.PathLike | dict
+
+
+def reference_meta(ref: Reference) -> dict[str, Any]:
+    """What an `init_from` names: its run id, mode, root backbone (and adapter size), from the artifact's
+    marker (a folder) or from the settings of the run that makes it (a mapping; no file needed)."""
+    if isinstance(ref, dict):
+        config = PretrainConfig.model_validate(ref)
+        meta = {"run_id": config.run_id, "mode": config.mode, "backbone": root_backbone(config)}
+        if config.mode == "seq_bn":
+            meta["adapter_size"] = config.adapter_size or round(_hidden_size(config.backbone) / 16)
+        return meta
+    return artifact_meta(ref)
+
+
+def artifact_folder(ref: Reference) -> Path:
+    """The folder of the artifact `ref` names; one clear error if that pretraining has not run (here) yet."""
+    if not isinstance(ref, dict):
+        return Path(ref)
+    config = PretrainConfig.model_validate(ref)
+    folder = config.artifact_dir()
+    if not (folder / ARTIFACT_MARKER).is_file():
+        raise FileNotFoundError(f"no artifact of pretraining run {config.run_id} ({config.corpus}, {config.mode}) at {folder}: "
+                                "run its pretraining grid (or 02_dapt / 03_tapt with these settings) first")  # fmt: skip
+    return folder
+
+
+def _hidden_size(backbone: str) -> int:
+    from transformers import AutoConfig
+
+    from adaptstudy.backbones import resolve_backbone
+
+    return AutoConfig.from_pretrained(resolve_backbone(backbone)).hidden_size
 
 
 def corpus_splits(config: PretrainConfig) -> tuple[list[str], list[str], int]:
@@ -231,7 +262,7 @@ def held_out_loss(model: nn.Module, rows: Dataset, tokenizer, mlm_probability: f
 
 def build_pretraining_model(config: PretrainConfig) -> MaskedPositionsMLM:
     """The MLM model for a mode: from `init_from` if given, else the backbone (a new head where it has none)."""
-    source = config.init_from or config.backbone
+    source = str(artifact_folder(config.init_from)) if config.init_from else config.backbone
     model = load_mlm(source)
     if config.mode == "head":
         for param in model.encoder.parameters():
@@ -259,7 +290,7 @@ def save_artifact(model: MaskedPositionsMLM, tokenizer, config: PretrainConfig, 
             tokenizer.save_pretrained(scratch)
         else:
             model.mlm.save_adapter(str(scratch), ADAPTER_NAME)
-        base = artifact_base(config.init_from) if config.init_from else config.backbone
+        base = artifact_base(artifact_folder(config.init_from)) if config.init_from else config.backbone
         meta = {"run_id": config.run_id, "mode": config.mode, "base": base, "backbone": root_backbone(config)}
         if config.mode == "seq_bn":
             meta["adapter_size"] = config.adapter_size or round(model.config.hidden_size / 16)
@@ -272,24 +303,25 @@ STACKABLE = ("pfeiffer", "houlsby")  # task adapters that can sit on top of a pr
 
 
 def artifact_meta(folder: str | os.PathLike) -> dict[str, Any]:
+    """The marker an artifact folder carries: run id, mode, base model, root backbone."""
     marker = Path(folder) / ARTIFACT_MARKER
     if not marker.is_file():
         raise ValueError(f"init_from={str(folder)!r} is not a pretraining artifact (no {ARTIFACT_MARKER} there)")
     return json.loads(marker.read_text())
 
 
-def check_full_artifact(folder: str | os.PathLike, backbone: str) -> None:
-    """`folder` holds a full pretrained model made from `backbone` (pretraining continues from its weights)."""
-    meta = artifact_meta(folder)
+def check_full_artifact(folder: Reference, backbone: str) -> None:
+    """`folder` holds (or names) a full pretrained model made from `backbone` (pretraining continues from its weights)."""
+    meta = reference_meta(folder)
     if meta["mode"] not in ("head", "full"):
         raise ValueError(f"init_from={str(folder)!r} holds a {meta['mode']} adapter, not a full model")
     if meta["backbone"] != backbone:
         raise ValueError(f"init_from={str(folder)!r} was pretrained from {meta['backbone']!r}, not from backbone {backbone!r}")
 
 
-def check_init_from(folder: str | os.PathLike, backbone: str, method: str, adapter_use: str | None, adapter_size: int | None = None) -> None:
+def check_init_from(folder: Reference, backbone: str, method: str, adapter_use: str | None, adapter_size: int | None = None) -> None:
     """Fine-tuning from a pretraining artifact: a full model, or an adapter to continue or to stack a task adapter on."""
-    meta = artifact_meta(folder)
+    meta = reference_meta(folder)
     if meta["backbone"] != backbone:
         raise ValueError(f"init_from={str(folder)!r} was pretrained from {meta['backbone']!r}, not from backbone {backbone!r}")
     if meta["mode"] in ("head", "full"):
@@ -313,7 +345,7 @@ def initial_weights(config) -> str:
 
     if config.init_from is None:
         return resolve_backbone(config.backbone)
-    base = artifact_base(config.init_from)
+    base = artifact_base(artifact_folder(config.init_from))
     return base if Path(base).is_dir() else resolve_backbone(base)
 
 
@@ -321,16 +353,17 @@ def attach_pretrained_adapter(model: nn.Module, config, task_adapter: str) -> No
     """Put an adapter artifact's weights in place: as the task adapter itself (continue), or frozen under it (stack)."""
     from adaptstudy.methods import PRETRAINED_ADAPTER
 
-    if config.init_from is None or artifact_meta(config.init_from)["mode"] in ("head", "full"):
+    if config.init_from is None or reference_meta(config.init_from)["mode"] in ("head", "full"):
         return
+    folder = str(artifact_folder(config.init_from))
     if config.adapter_use == "continue":
         model.delete_adapter(task_adapter)
-        model.load_adapter(str(config.init_from), load_as=task_adapter)
+        model.load_adapter(folder, load_as=task_adapter)
         model.train_adapter(task_adapter)
     else:
         from adapters.composition import Stack
 
-        model.load_adapter(str(config.init_from), load_as=PRETRAINED_ADAPTER)
+        model.load_adapter(folder, load_as=PRETRAINED_ADAPTER)
         model.train_adapter(task_adapter)
         model.active_adapters = Stack(PRETRAINED_ADAPTER, task_adapter)
 
@@ -366,7 +399,7 @@ def pretrain(config: PretrainConfig | dict, write: bool = True, checkpoint_dir: 
     record = base_record(config)
     peak_scope = reset_peak_rss()
     set_seed(config.seed)
-    tokenizer = load_tokenizer(config.init_from or config.backbone)
+    tokenizer = load_tokenizer(str(artifact_folder(config.init_from)) if config.init_from else config.backbone)
     train_docs, held_docs, excluded = corpus_splits(config)
     rows = pack_texts(train_docs, tokenizer, config.max_seq_length)
     held_rows = pack_texts(held_docs, tokenizer, config.max_seq_length) if held_docs else None
