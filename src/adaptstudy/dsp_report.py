@@ -1,0 +1,174 @@
+"""The Don't Stop Pretraining chapter: domain- and task-adaptive pretraining, for the full model and for adapters.
+
+Fine-tuning records (study `dsp`) name their starting point by the settings of the pretraining run that
+made it (`init_from`, nested for chains), so each run's condition is read off that chain:
+the warmed MLM head alone is the baseline; a domain corpus on top is DAPT (the task's own domain) or
+¬DAPT (another domain); the task's training texts on top are TAPT, and on top of DAPT, DAPT+TAPT.
+Pretraining records (study `dsp_pretrain`) give the perplexities and the costs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from adaptstudy.published import DSP_CONDITIONS, DSP_DOMAINS, DSP_NOT_OFFLINE, DSP_STD, GURURANGAN_2020, published_frame
+from adaptstudy.report import verdict
+
+CORPUS_DOMAIN = {"reviews": "Reviews", "news": "News"}  # our DAPT corpora and the paper's domain names
+WARM_UP = ("general", "head")
+
+
+def pretraining_settings(init_from: Any) -> list[dict]:
+    """The settings of each pretraining run behind a starting point, latest first; [] for a plain backbone or a
+    starting point given as a folder (its chain is not in the record)."""
+    out = []
+    while isinstance(init_from, dict):
+        out.append(init_from)
+        init_from = init_from.get("init_from")
+    return out
+
+
+def chain(init_from: Any) -> list[tuple[str, str]]:
+    """(corpus, mode) of each pretraining run behind a starting point, latest first."""
+    return [(s["corpus"], s.get("mode", "full")) for s in pretraining_settings(init_from)]
+
+
+def condition(task: str, steps: list[tuple[str, str]]) -> str | None:
+    """baseline / dapt / not-dapt / tapt / dapt+tapt for a chain that starts from the warmed head, else None."""
+    if not steps or steps[-1] != WARM_UP:
+        return None
+    adaptive = [corpus for corpus, _ in steps[:-1]][::-1]  # oldest first
+    names = []
+    for corpus in adaptive:
+        if corpus.startswith("task:"):
+            names.append("tapt")
+        else:
+            names.append("dapt" if CORPUS_DOMAIN.get(corpus) == DSP_DOMAINS.get(task) else "not-dapt")
+    label = "+".join(names) or "baseline"
+    return label if label in DSP_CONDITIONS else None
+
+
+def adaptation(method: str, steps: list[tuple[str, str]], adapter_use: str | None) -> tuple[str, str]:
+    """(family, adaptation): what is fine-tuned (the full model, or a task adapter of `method`), and which of its
+    parts adaptive pretraining reached (the full model, or an adapter: continued or stacked under the task's)."""
+    family = "full model" if method == "full" else f"{method} adapter"
+    adapter_modes = sorted({mode for _, mode in steps[:-1]} - {"full"})
+    if not adapter_modes:
+        return family, family
+    return family, f"{family}, {'/'.join(adapter_modes)} pretrained ({adapter_use})"
+
+
+def label_runs(runs: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
+    """Adds `condition`, `family`, `adaptation` and `corpus_fraction` (of the domain corpus) to fine-tuning runs."""
+    info = {}
+    for r in records:
+        settings = pretraining_settings(r["config"].get("init_from"))
+        steps = chain(r["config"].get("init_from"))
+        domain_runs = [s for s in settings if s["corpus"] in CORPUS_DOMAIN]
+        fraction = domain_runs[0].get("corpus_fraction", 1.0) if domain_runs else np.nan
+        info[r["run_id"]] = (condition(r["task"], steps), *adaptation(r["method"], steps, r["config"].get("adapter_use")), fraction)
+    columns = ["condition", "family", "adaptation", "corpus_fraction"]
+    if runs.empty:
+        return runs.assign(**{c: [] for c in columns})
+    cols = pd.DataFrame(runs["run_id"].map(info).tolist(), columns=columns, index=runs.index)
+    return pd.concat([runs, cols], axis=1)
+
+
+def main_table(runs: pd.DataFrame, adaptation_kind: str = "full model") -> pd.DataFrame:
+    """The paper's Table 5 with ours beside it: per task and condition, ours mean ± sd (seeds) and published mean (sd)."""
+    ours = runs[(runs["adaptation"] == adaptation_kind) & runs["condition"].notna() & (runs["corpus_fraction"].fillna(1.0) == 1.0)]
+    stats = ours.groupby(["task", "condition"])["main_metric_value"].agg(["mean", "std", "count"])
+    published = published_frame(GURURANGAN_2020).set_index(["task", "method"])["value"]
+    rows = []
+    for task in DSP_DOMAINS:
+        row = {"task": task, "domain": DSP_DOMAINS[task]}
+        for c in DSP_CONDITIONS:
+            sd = DSP_STD.get((task, c))
+            row[f"{c} (paper)"] = f"{published[(task, c)]:.1f}" + (f" ({sd:.1f})" if sd is not None else "")
+            if task in DSP_NOT_OFFLINE:
+                row[f"{c} (ours)"] = "not run offline"
+            elif (task, c) in stats.index:
+                m = stats.loc[(task, c)]
+                row[f"{c} (ours)"] = f"{m['mean']:.1f} ± {0 if pd.isna(m['std']) else m['std']:.1f} ({int(m['count'])})"
+            else:
+                row[f"{c} (ours)"] = "–"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def gains(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per task, adaptation and condition: mean metric minus the baseline of the same family (what is fine-tuned,
+    from the warmed head without adaptive pretraining)."""
+    full = runs[runs["corpus_fraction"].fillna(1.0) == 1.0]
+    means = full.groupby(["task", "family", "adaptation", "condition"])["main_metric_value"].mean().reset_index()
+    base = means[means["condition"] == "baseline"].set_index(["task", "family"])["main_metric_value"]
+    means["baseline"] = [base.get((t, f), np.nan) for t, f in zip(means["task"], means["family"])]
+    means["gain"] = means["main_metric_value"] - means["baseline"]
+    return means[means["condition"] != "baseline"]
+
+
+def perplexity_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
+    """Held-out masked-LM perplexity of the warmed head (general text, and each corpus before its DAPT) and after."""
+    if pretrain_runs.empty:
+        return pd.DataFrame(columns=["corpus", "mode", "corpus_fraction", "perplexity before", "perplexity after"])
+    runs = pretrain_runs.assign(corpus=pretrain_runs["task"].str.removeprefix("mlm:"))
+    table = runs[["corpus", "method", "config.corpus_fraction", "perplexity_before", "main_metric_value"]]
+    return table.rename(columns={"method": "mode", "config.corpus_fraction": "corpus_fraction", "perplexity_before": "perplexity before",
+                                 "main_metric_value": "perplexity after"}).sort_values(["corpus", "mode"], ignore_index=True)  # fmt: skip
+
+
+def cost_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
+    """What each pretraining run cost: steps, tokens/s, seconds, peak memory, trained parameters."""
+    if pretrain_runs.empty:
+        return pd.DataFrame(columns=["corpus", "mode", "corpus_fraction", "steps", "train s", "tokens/s", "peak MB", "trainable"])
+    runs = pretrain_runs.assign(corpus=pretrain_runs["task"].str.removeprefix("mlm:"))
+    return runs[["corpus", "method", "config.corpus_fraction", "steps", "train_runtime_s", "train_tokens_per_s", "peak_rss_mb", "trainable_params"]].rename(
+        columns={"method": "mode", "config.corpus_fraction": "corpus_fraction", "train_runtime_s": "train s",
+                 "train_tokens_per_s": "tokens/s", "peak_rss_mb": "peak MB", "trainable_params": "trainable"})  # fmt: skip
+
+
+def data_size_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """DAPT runs at several corpus fractions: the fine-tuning gain over the baseline against the fraction."""
+    dapt = runs[runs["condition"] == "dapt"]
+    means = dapt.groupby(["task", "family", "adaptation", "corpus_fraction"])["main_metric_value"].mean().reset_index()
+    base = runs[runs["condition"] == "baseline"].groupby(["task", "family"])["main_metric_value"].mean()
+    means["gain"] = [v - base.get((t, f), np.nan) for t, f, v in zip(means["task"], means["family"], means["main_metric_value"])]
+    return means
+
+
+def claims(runs: pd.DataFrame) -> pd.DataFrame:
+    """A verdict per claim, from the full-model gains (and the adapters' beside them)."""
+    g = gains(runs)
+    full = g[g["adaptation"] == "full model"].pivot(index="task", columns="condition", values="gain")
+    out = []
+
+    def check(name: str, column: str, test) -> None:
+        if column not in full or full[column].dropna().empty:
+            out.append((name, "–", verdict(None)))
+            return
+        values = full[column].dropna()
+        ok = values.map(test)
+        out.append((name, ", ".join(f"{t} {v:+.1f}" for t, v in values.items()), verdict(bool(ok.all()), partly=bool(ok.any()))))
+
+    check("DAPT helps on the domain's tasks (gain over the baseline)", "dapt", lambda v: v > 0)
+    check("TAPT helps (gain over the baseline)", "tapt", lambda v: v > 0)
+    if {"dapt+tapt"} <= set(full.columns):
+        best = full.idxmax(axis=1)
+        out.append(("DAPT+TAPT is best", ", ".join(f"{t}: {c}" for t, c in best.items()),
+                    verdict(bool((best == "dapt+tapt").all()), partly=bool((best == "dapt+tapt").any()))))  # fmt: skip
+    else:
+        out.append(("DAPT+TAPT is best", "–", verdict(None)))
+    check("¬DAPT (another domain) hurts (change over the baseline)", "not-dapt", lambda v: v < 0)
+    adapters = g[g["adaptation"] != "full model"]
+    if not adapters.empty and not full.empty:
+        merged = adapters.merge(g[g["adaptation"] == "full model"][["task", "condition", "gain"]], on=["task", "condition"], suffixes=("", "_full"))
+        share = (merged["gain"] >= merged["gain_full"] - 0.5).mean() if not merged.empty else np.nan
+        detail = "; ".join(f"{r.task} {r.condition} {r.adaptation}: {r.gain:+.1f} vs full {r.gain_full:+.1f}" for r in merged.itertuples())
+        out.append(("Adapters can substitute for full-model adaptive pretraining (their gain within 0.5 of the full model's)",
+                    detail or "–", verdict(share == 1.0, partly=share > 0) if not merged.empty else verdict(None)))  # fmt: skip
+    else:
+        out.append(("Adapters can substitute for full-model adaptive pretraining", "–", verdict(None)))
+    return pd.DataFrame(out, columns=["claim", "ours", "verdict"])

@@ -1,0 +1,60 @@
+"""The Don't Stop Pretraining chapter: conditions read off the pretraining chain, Table 5 beside ours, gains, verdicts."""
+
+import pytest
+
+from adaptstudy import dsp_report as dr
+from adaptstudy.config import FinetuneConfig
+from adaptstudy.results import base_record, read_records, records_frame, write_record
+
+WARM = {"corpus": "general", "mode": "head", "max_steps": 10}
+DAPT = {"corpus": "reviews", "mode": "full", "max_steps": 10, "init_from": WARM}
+NOT_DAPT = {"corpus": "news", "mode": "full", "max_steps": 10, "init_from": WARM}
+TAPT = {"corpus": "task:helpfulness", "mode": "full", "max_steps": 10, "init_from": WARM}
+DAPT_TAPT = {**TAPT, "init_from": DAPT}
+ADAPTER_DAPT = {"corpus": "reviews", "mode": "seq_bn", "max_steps": 10, "init_from": WARM}
+
+
+def _run(folder, score, init_from, seed=0, method="full", **settings):
+    config = FinetuneConfig(task="helpfulness", method=method, seed=seed, init_from=init_from, **settings)
+    record = base_record(config)
+    record.update(status="ok", metrics={"macro_f1": score}, main_metric="macro_f1", main_metric_value=score, trainable_params=1,
+                  total_params=1, train_runtime_s=1.0, train_examples_per_s=1.0, peak_rss_mb=1.0, device="cpu",
+                  finished_at="2026-11-23T00:00:00+00:00")  # fmt: skip
+    write_record(record, folder)
+
+
+@pytest.fixture
+def runs(tmp_path):
+    for seed, (base, dapt, tapt, both, other) in enumerate([(60, 63, 62, 66, 58), (62, 65, 64, 66, 60)]):
+        for score, start in ((base, WARM), (dapt, DAPT), (tapt, TAPT), (both, DAPT_TAPT), (other, NOT_DAPT)):
+            _run(tmp_path, float(score), start, seed=seed)
+    _run(tmp_path, 59.0, WARM, method="pfeiffer")  # the adapter family's baseline
+    _run(tmp_path, 62.5, ADAPTER_DAPT, method="pfeiffer", adapter_use="continue")  # +3.5, the full model's DAPT gains +3.0
+    _run(tmp_path, 55.0, {**DAPT, "corpus_fraction": 0.1}, seed=0)
+    return dr.label_runs(records_frame(tmp_path), read_records(tmp_path))
+
+
+def test_conditions_are_read_off_the_pretraining_chain():
+    assert dr.condition("helpfulness", dr.chain(WARM)) == "baseline"
+    assert dr.condition("helpfulness", dr.chain(DAPT)) == "dapt"
+    assert dr.condition("agnews", dr.chain(DAPT)) == "not-dapt"  # reviews text for a news task
+    assert dr.condition("helpfulness", dr.chain(DAPT_TAPT)) == "dapt+tapt"
+    assert dr.condition("helpfulness", dr.chain({"corpus": "reviews", "mode": "full"})) is None  # no warmed head under it
+    assert dr.adaptation("pfeiffer", dr.chain(ADAPTER_DAPT), "stack") == ("pfeiffer adapter", "pfeiffer adapter, seq_bn pretrained (stack)")
+    assert dr.adaptation("full", dr.chain(DAPT_TAPT), None) == ("full model", "full model")
+
+
+def test_main_table_puts_ours_beside_table_5(runs):
+    table = dr.main_table(runs).set_index("task")
+    assert table.loc["helpfulness", "baseline (ours)"] == "61.0 ± 1.4 (2)"
+    assert table.loc["helpfulness", "dapt (ours)"] == "64.0 ± 1.4 (2)"  # the 10% corpus run is not in the main table
+    assert table.loc["helpfulness", "dapt+tapt (paper)"] == "68.7 (1.8)"
+    assert table.loc["rct", "tapt (ours)"] == "not run offline"
+    assert table.loc["chemprot", "dapt (ours)"] == "–"
+
+
+def test_verdicts_follow_the_gains(runs):
+    verdicts = dr.claims(runs).set_index("claim")["verdict"]
+    assert list(verdicts) == ["holds", "holds", "holds", "holds", "holds"]
+    sizes = dr.data_size_frame(runs).set_index(["family", "corpus_fraction"])["gain"]
+    assert sizes.to_dict() == {("full model", 0.1): -6.0, ("full model", 1.0): 3.0, ("pfeiffer adapter", 1.0): 3.5}
