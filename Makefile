@@ -37,6 +37,7 @@ smoke: setup
 	$(PAPERMILL) notebooks/05_sweep.ipynb /tmp/adaptstudy-smoke/05.ipynb -p sweep params/smoke/sweep.yaml -p results_dir /tmp/adaptstudy-smoke/sweep
 	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb /tmp/adaptstudy-smoke/06h.ipynb
 	$(PAPERMILL) notebooks/06_analysis_peft.ipynb /tmp/adaptstudy-smoke/06p.ipynb
+	$(PAPERMILL) notebooks/06_analysis_dsp.ipynb /tmp/adaptstudy-smoke/06d.ipynb
 
 # The throughput benchmark (issue: fast training); --quick takes a few minutes.
 benchmark: setup
@@ -67,6 +68,7 @@ book: setup
 	$(PAPERMILL) notebooks/06_analysis.ipynb book/generated/06_analysis.ipynb -p results_dir $(CURDIR)/results/foundation
 	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb book/generated/06_analysis_houlsby.ipynb
 	$(PAPERMILL) notebooks/06_analysis_peft.ipynb book/generated/06_analysis_peft.ipynb
+	$(PAPERMILL) notebooks/06_analysis_dsp.ipynb book/generated/06_analysis_dsp.ipynb
 	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb book/generated/06_analysis_efficiency.ipynb
 	$(BIN)/jupyter-book build book --quiet
 	@echo "report: book/_build/html/index.html"

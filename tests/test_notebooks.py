@@ -149,3 +149,9 @@ def test_dapt_then_tapt_then_finetune_chain_through_the_notebooks(tmp_path, monk
     (record,) = [json.loads(p.read_text()) for p in finetuned.glob("*.json")]
     assert record["status"] == "ok" and record["config"]["init_from"] == tapt["artifact"]
     assert FinetuneConfig(**record["config"]).identity()["init_from"] == tapt["run_id"]
+
+
+def test_dsp_chapter_renders_the_papers_table_without_records(tmp_path):
+    nb = run("06_analysis_dsp.ipynb", tmp_path / "d.ipynb", results_dir=str(tmp_path / "none"))
+    html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
+    assert "84.4 (0.4)" in html and "not run offline" in html  # ChemProt DAPT+TAPT, published; RCT here

@@ -72,7 +72,8 @@ def label_runs(runs: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
         info[r["run_id"]] = (condition(r["task"], steps), *adaptation(r["method"], steps, r["config"].get("adapter_use")), fraction)
     columns = ["condition", "family", "adaptation", "corpus_fraction"]
     if runs.empty:
-        return runs.assign(**{c: [] for c in columns})
+        return pd.DataFrame(columns=["run_id", "task", "method", "seed", "main_metric_value", *columns]).astype(
+            {"main_metric_value": float, "corpus_fraction": float})
     cols = pd.DataFrame(runs["run_id"].map(info).tolist(), columns=columns, index=runs.index)
     return pd.concat([runs, cols], axis=1)
 
