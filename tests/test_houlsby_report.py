@@ -118,3 +118,10 @@ def test_size_means_average_over_tasks_that_have_every_size(tmp_path):
     means = hr.size_means(records_frame(tmp_path)).set_index("adapter size")
     assert means["ours: mean over tasks"].to_dict() == {8: 70.0, 64: 72.0, 256: 71.0}
     assert means.loc[8, "published: mean validation accuracy (BERT-large, GLUE)"] == 86.2
+
+
+def test_runs_at_a_constant_prediction_level_are_listed(tmp_path, data_dir):
+    _run(tmp_path, 100 * 146 / 277, lr=5e-5)  # RTE dev: always "not_entailment" scores 52.7
+    _run(tmp_path, 66.0, lr=5e-5, seed=1)
+    flagged = hr.no_signal(records_frame(tmp_path), data_dir)
+    assert flagged[["task", "seed"]].values.tolist() == [["rte", 0]]

@@ -310,6 +310,30 @@ def variants_table(runs: pd.DataFrame) -> pd.DataFrame:
     })  # fmt: skip
 
 
+def constant_scores(task: str, data_dir=None) -> list[float]:
+    """The task's main metric on its evaluation split for each constant prediction (every class, or the
+    training mean for regression): the level of a model that learned nothing about the input."""
+    from adaptstudy.data import load_task, resolve_task
+    from adaptstudy.metrics import compute_metrics
+
+    spec = resolve_task(task)
+    splits = load_task(spec, data_dir)
+    gold = np.asarray(splits[spec.eval_split]["label"])
+    guesses = [np.mean(splits["train"]["label"])] if spec.is_regression else range(spec.num_labels)
+    return [compute_metrics([spec.main_metric], np.full(len(gold), g, dtype=gold.dtype), gold)[spec.main_metric] for g in guesses]
+
+
+def no_signal(runs: pd.DataFrame, data_dir=None, tolerance: float = 0.05) -> pd.DataFrame:
+    """Runs at the chosen rates whose dev score is that of a constant prediction: they learned nothing."""
+    chosen = at_chosen_rates(runs)
+    if chosen.empty:
+        return pd.DataFrame(columns=["task", "label", "seed", "learning rate", "dev score"])
+    levels = {task: constant_scores(task, data_dir) for task in chosen["task"].unique()}
+    flat = [any(abs(v - c) <= tolerance for c in levels[t]) for t, v in zip(chosen["task"], chosen["main_metric_value"])]
+    hits = chosen.loc[flat, ["task", "label", "seed", "config.learning_rate", "main_metric_value"]]
+    return hits.rename(columns={"config.learning_rate": "learning rate", "main_metric_value": "dev score"}).reset_index(drop=True)
+
+
 def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
     """What the study cost, per task and method/size: runs, training seconds, examples/s, peak memory, trained share."""
     runs = label_runs(runs)
