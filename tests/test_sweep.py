@@ -170,3 +170,22 @@ def test_checkpoints_are_ignored_by_git():
     probe = f"results/houlsby/{sw.CHECKPOINTS}/0123456789abcdef/checkpoint-10/optimizer.pt"
     ignored = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT)
     assert ignored.returncode == 0, f"{probe} is not ignored by .gitignore"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "params").glob("*/*.yaml")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_committed_grid_and_profile_validates_offline(path):
+    """A user's first command must not fail on a typo in a committed file (Hub backbones' depth is known offline)."""
+    raw = yaml.safe_load(path.read_text())
+    if "axes" in raw:
+        assert sw.plan(path, Path("/nonexistent-results")).cells
+    elif "mode" in raw:  # 02_dapt / 03_tapt parameters
+        from adaptstudy.pretrain import PretrainConfig
+
+        task = raw.pop("task", None)
+        PretrainConfig(**raw, **({"corpus": f"task:{task}"} if task else {}))
+    elif "method" in raw:
+        FinetuneConfig(**raw)
+    else:
+        from adaptstudy.config import DataPrepParams
+
+        DataPrepParams(**raw)

@@ -20,6 +20,7 @@ class Backbone:
     locate: Callable[[], str]
     description: str
     paper_stand_in_for: str = ""
+    layers: int | None = None  # known without loading anything (Hub backbones, for validating top_k offline)
 
     @property
     def path(self) -> str:
@@ -74,9 +75,9 @@ for _b in (
         f"{MINILM_L3_PACKAGE}; tokenizer of minilm-l6 (the same vocabulary)",
         paper_stand_in_for="TinyBERT / TinyRoBERTa (the smaller backbone)",
     ),
-    Backbone("bert-base-uncased", lambda: "google-bert/bert-base-uncased", "BERT-base, uncased (Hub)"),
-    Backbone("bert-large-uncased", lambda: "google-bert/bert-large-uncased", "BERT-large, uncased (Hub; Houlsby et al.)"),
-    Backbone("roberta-base", lambda: "FacebookAI/roberta-base", "RoBERTa-base (Hub; Gururangan et al.)"),
+    Backbone("bert-base-uncased", lambda: "google-bert/bert-base-uncased", "BERT-base, uncased (Hub)", layers=12),
+    Backbone("bert-large-uncased", lambda: "google-bert/bert-large-uncased", "BERT-large, uncased (Hub; Houlsby et al.)", layers=24),
+    Backbone("roberta-base", lambda: "FacebookAI/roberta-base", "RoBERTa-base (Hub; Gururangan et al.)", layers=12),
 ):
     BACKBONES.add(_b.name, _b)
 

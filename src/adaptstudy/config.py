@@ -175,8 +175,10 @@ class FinetuneConfig(BaseModel):
 def num_layers(backbone: str) -> int:
     from transformers import AutoConfig
 
-    from adaptstudy.backbones import resolve_backbone
+    from adaptstudy.backbones import BACKBONES, resolve_backbone
 
+    if backbone in BACKBONES and BACKBONES.get(backbone).layers is not None:
+        return BACKBONES.get(backbone).layers
     return AutoConfig.from_pretrained(resolve_backbone(backbone)).num_hidden_layers
 
 
