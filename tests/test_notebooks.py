@@ -155,3 +155,25 @@ def test_dsp_chapter_renders_the_papers_table_without_records(tmp_path):
     nb = run("06_analysis_dsp.ipynb", tmp_path / "d.ipynb", results_dir=str(tmp_path / "none"))
     html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
     assert "84.4 (0.4)" in html and "not run offline" in html  # ChemProt DAPT+TAPT, published; RCT here
+
+
+def test_dsp_smoke_grid_runs_each_pretraining_once_and_the_chapter_reads_every_condition(tmp_path, monkeypatch):
+    from adaptstudy import dsp_report as dr
+    from adaptstudy import sweep
+    from adaptstudy.results import read_records, records_frame
+
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    results = tmp_path / "dsp"
+    done = sweep.run(sweep.plan(ROOT / "params/smoke/dsp.yaml", results))
+    assert done.counts()["ok"] == 8, done.table()
+    pretraining = read_records(tmp_path / "dsp_pretrain")
+    assert sorted(r["task"] for r in pretraining) == sorted(
+        ["mlm:general", "mlm:reviews", "mlm:news", "mlm:task:helpfulness", "mlm:task:helpfulness", "mlm:reviews"])
+    assert all(r["excluded_eval_documents"] > 0 for r in pretraining if r["task"] == "mlm:reviews")
+    runs = dr.label_runs(records_frame(results), read_records(results))
+    assert set(runs["condition"]) == {"baseline", "dapt", "not-dapt", "tapt", "dapt+tapt"}
+    assert set(runs["adaptation"]) == {"full model", "pfeiffer adapter", "pfeiffer adapter, seq_bn pretrained (continue)",
+                                       "pfeiffer adapter, seq_bn pretrained (stack)"}  # fmt: skip
+    nb = run("06_analysis_dsp.ipynb", tmp_path / "d.ipynb", results_dir=str(tmp_path))
+    html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
+    assert "± 0.0 (1)" in html and "68.7 (1.8)" in html  # ours (one seed) beside the paper's helpfulness DAPT+TAPT

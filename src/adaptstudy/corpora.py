@@ -8,6 +8,7 @@ TAPT corpus of a task: the texts of its training split.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -110,6 +111,12 @@ for _c in (
     CORPORA.add(_c.name, _c)
 
 
+@functools.lru_cache(maxsize=8)
+def _read(name: str, root: Path) -> tuple[str, ...]:
+    """A corpus's documents, read once per process (a sweep pretrains on the same corpus many times)."""
+    return tuple(CORPORA.get(name).read(root))
+
+
 def load_corpus(name: str, data_dir=None, exclude_eval_of: Iterable[str] = ()) -> LoadedCorpus:
     """The documents of a registered corpus, or `task:<name>` (the task's training texts), without the
     evaluation texts of the tasks in `exclude_eval_of`."""
@@ -125,7 +132,7 @@ def load_corpus(name: str, data_dir=None, exclude_eval_of: Iterable[str] = ()) -
         if missing:
             raise DataNotFoundError(f"corpus {name!r}: missing {', '.join(str(root / f) for f in missing)} in the data "
                                     "directory; set ADAPTSTUDY_DATA or the data_dir parameter to the local mirror")  # fmt: skip
-        documents = corpus.read(root)
+        documents = list(_read(name, root))
     held_out = set()
     for task in exclude_eval_of:
         splits = load_task(task, data_dir)

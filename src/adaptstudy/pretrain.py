@@ -219,6 +219,32 @@ def artifact_folder(ref: Reference) -> Path:
     return folder
 
 
+def ensure_artifact(ref: Reference, checkpoint_root: Path | None = None, results_dir: Path | None = None) -> Path:
+    """The artifact `ref` names, pretraining it first when `ref` is a run's settings and its artifact is not in the
+    cache yet (its own `init_from` first), so one fine-tuning grid can name every pretraining it starts from.
+
+    Pretraining records go to the settings' `results_dir`, else `results_dir`; checkpoints under `checkpoint_root`.
+    """
+    import shutil
+
+    if not isinstance(ref, dict):
+        return artifact_folder(ref)
+    config = PretrainConfig.model_validate(ref)
+    folder = config.artifact_dir()
+    if (folder / ARTIFACT_MARKER).is_file():
+        return folder
+    if config.init_from is not None:
+        ensure_artifact(config.init_from, checkpoint_root, results_dir)
+    if config.results_dir is None and results_dir is not None:
+        config = config.model_copy(update={"results_dir": str(results_dir)})
+    checkpoints = Path(checkpoint_root) / config.run_id if checkpoint_root else None
+    print(f"  pretraining {config.run_id} ({config.corpus}, {config.mode}) first", flush=True)
+    pretrain(config, checkpoint_dir=checkpoints)
+    if checkpoints is not None:
+        shutil.rmtree(checkpoints, ignore_errors=True)
+    return folder
+
+
 def _hidden_size(backbone: str) -> int:
     from transformers import AutoConfig
 

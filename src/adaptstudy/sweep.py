@@ -11,6 +11,10 @@ A grid file names a study, the settings every cell shares, and the axes to cross
         full: {learning_rate: [5.0e-5]}
         houlsby: {adapter_size: [8, 64], learning_rate: [5.0e-4]}
 
+A cell may start from a pretraining run named by its settings (`init_from: {corpus: ..., mode: ...}`, often
+written once under `definitions:` with a YAML anchor); a pretraining whose artifact is not in the cache yet runs
+first, once, and its record goes to `<results_dir>_pretrain`.
+
 `axes` may also be a list of such mappings (blocks): each block is crossed on its own and the cells
 of all blocks are run in order, e.g. a different learning rate per task or per adapter size.
 
@@ -55,6 +59,8 @@ class Grid(BaseModel):
     study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     kind: Literal["finetune", "pretrain"] = Field("finetune", description="what each cell runs: fine-tuning or MLM pretraining")
     description: str = ""
+    definitions: dict[str, Any] = Field({}, description="named settings to refer to with YAML anchors (e.g. the pretraining "
+                                                          "runs that cells start from); not cells themselves")
     fixed: dict[str, Any] = {}
     axes: Axes | list[Axes] = Field(min_length=1)
 
@@ -196,16 +202,19 @@ def plan(
 
 def run(p: Plan, progress: bool = True) -> Plan:
     """Run every cell not yet done, in process; failures are recorded and the sweep goes on."""
-    from adaptstudy.pretrain import pretrain
+    from adaptstudy.pretrain import ensure_artifact, pretrain
     from adaptstudy.train import finetune
 
     execute = pretrain if p.kind == "pretrain" else finetune
+    pretraining_results = p.results_dir if p.kind == "pretrain" else p.results_dir.with_name(f"{p.results_dir.name}_pretrain")
     todo = [c for c in p.cells if c.status == "todo"]
     for n, cell in enumerate(todo, start=1):
         if progress:
             print(f"[{n}/{len(todo)}] {cell.run_id} {_describe(cell.config.identity())}", flush=True)
         checkpoints = p.results_dir / CHECKPOINTS / cell.run_id
         try:
+            if cell.config.init_from is not None:  # a pretraining named by its settings runs first, once
+                ensure_artifact(cell.config.init_from, p.results_dir / CHECKPOINTS, pretraining_results)
             execute(cell.config, checkpoint_dir=checkpoints)
         except Exception as e:  # one cell's failure must not stop the others
             cell.status, cell.error = "failed", f"{type(e).__name__}: {e}"

@@ -8,6 +8,7 @@ columns `text_a` and `label`. Splits made here use a fixed seed (`SPLIT_SEED`), 
 
 from __future__ import annotations
 
+import functools
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -88,8 +89,10 @@ REVIEW = re.compile(r"<review>(.*?)</review>", re.S)
 FIELD = re.compile(r"<(unique_id|helpful|review_text)>\s*(.*?)\s*</\1>", re.S)
 
 
+@functools.lru_cache(maxsize=4)
 def blitzer_reviews(root: Path) -> list[dict[str, str]]:
-    """Every review of the Blitzer multi-domain set: domain, unique id, helpful votes and text."""
+    """Every review of the Blitzer multi-domain set: domain, unique id, helpful votes and text (read once per
+    process: the helpfulness task and the reviews corpus both start from it; do not modify the list)."""
     reviews = []
     for path in sorted((root / "amazon_blitzer").glob("*/*.review")):
         for body in REVIEW.findall(path.read_text(encoding="latin-1")):
