@@ -169,7 +169,8 @@ def test_adapter_artifacts_need_a_matching_use(pretrained_adapter, settings, mes
 def test_init_from_may_name_a_pretraining_run_by_its_settings(tmp_path, data_dir, monkeypatch):
     """Grids chain runs by settings, not by machine-specific paths: the settings name the artifact in the cache."""
     from adaptstudy.config import FinetuneConfig
-    from adaptstudy.pretrain import PretrainConfig, initial_weights, pretrain
+    from adaptstudy.artifacts import initial_weights
+    from adaptstudy.pretrain import PretrainConfig, pretrain
 
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     settings = {"corpus": "task:acl-arc", "mode": "full", "max_steps": 1, **TINY_MLM}

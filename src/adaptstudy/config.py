@@ -104,7 +104,7 @@ class FinetuneConfig(BaseModel):
             if value is not None and not method.uses_adapter_size:
                 raise ValueError(f"{setting}={value} does not apply to method {self.method!r}; methods with adapters: {with_adapters}")
         if self.init_from is not None:
-            from adaptstudy.pretrain import check_init_from
+            from adaptstudy.artifacts import check_init_from
 
             check_init_from(self.init_from, self.backbone, self.method, self.adapter_use, self.adapter_size)
         elif self.adapter_use is not None:
@@ -134,7 +134,7 @@ class FinetuneConfig(BaseModel):
         if self.learning_rate is None:
             updates["learning_rate"] = method.default_learning_rate
         if method.uses_adapter_size and self.adapter_use == "continue":
-            from adaptstudy.pretrain import reference_meta
+            from adaptstudy.artifacts import reference_meta
 
             updates["adapter_size"] = reference_meta(self.init_from)["adapter_size"]  # the pretrained adapter's
         elif method.uses_adapter_size and self.adapter_size is None:
@@ -148,7 +148,7 @@ class FinetuneConfig(BaseModel):
             if identity[name] == neutral:
                 del identity[name]
         if self.init_from is not None:
-            from adaptstudy.pretrain import reference_meta
+            from adaptstudy.artifacts import reference_meta
 
             identity["init_from"] = reference_meta(self.init_from)["run_id"]  # the pretraining run, wherever its files are
         return identity

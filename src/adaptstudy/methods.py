@@ -56,7 +56,7 @@ class Method:
         """Prepare `model` for this method and set `requires_grad` on every parameter."""
         model = self.prepare(model, config)
         if getattr(config, "init_from", None):
-            from adaptstudy.pretrain import attach_pretrained_adapter
+            from adaptstudy.artifacts import attach_pretrained_adapter
 
             attach_pretrained_adapter(model, config, ADAPTER_NAME)
         for name, param in model.named_parameters():

@@ -202,7 +202,8 @@ def plan(
 
 def run(p: Plan, progress: bool = True) -> Plan:
     """Run every cell not yet done, in process; failures are recorded and the sweep goes on."""
-    from adaptstudy.pretrain import ensure_artifact, pretrain
+    from adaptstudy.artifacts import ensure_artifact
+    from adaptstudy.pretrain import pretrain
     from adaptstudy.train import finetune
 
     execute = pretrain if p.kind == "pretrain" else finetune

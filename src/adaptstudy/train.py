@@ -25,7 +25,7 @@ from adaptstudy.config import FinetuneConfig, validate
 from adaptstudy.data import TaskSpec, resolve_task
 from adaptstudy.device import training_arguments, use_bf16
 from adaptstudy.methods import METHODS, adapters_removed, count_parameters
-from adaptstudy.pretrain import initial_weights
+from adaptstudy.artifacts import initial_weights
 from adaptstudy.metrics import compute_metrics
 from adaptstudy.results import base_record, peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
 
