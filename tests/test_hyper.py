@@ -100,7 +100,7 @@ def test_bad_settings_fail_before_work():
     with pytest.raises(ValueError, match="unknown task 'cb'; this hypernetwork knows: mrpc, rte"):
         hyper.generate("cb")
     with pytest.raises(RuntimeError, match="no task selected"):
-        hyper.weights(0, 0)
+        hyper.refresh()
 
 
 def test_a_new_task_embedding_can_be_added_for_few_shot_transfer():

@@ -70,7 +70,7 @@ def test_houlsby_starts_near_identity(data_dir):
 
 
 def test_unknown_method_lists_valid_names():
-    with pytest.raises(Exception, match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, compacter, embeddings_only, encoder_only, full, houlsby, ia3, layernorm, lora, pfeiffer, prefix_tuning, prompt_tuning, top_k, unipelt"):
+    with pytest.raises(Exception, match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, compacter, embeddings_only, encoder_only, full, houlsby, hyperformer, hyperformer\+\+, ia3, layernorm, lora, pfeiffer, prefix_tuning, prompt_tuning, top_k, unipelt"):
         METHODS.get("houlsbi")
 
 
@@ -198,7 +198,23 @@ def test_library_methods_train_only_what_they_add_and_the_head(method, added):
     assert 0 < extra < counts["backbone_params"] / 5
 
 
-@pytest.mark.parametrize("method", ["embeddings_only", "prompt_tuning", "lora", "ia3", "prefix_tuning", "compacter", "unipelt"])
+@pytest.mark.parametrize("method, generators", [("hyperformer", 2 * L), ("hyperformer++", 1)])
+def test_hyperformer_trains_hypernetworks_layer_norms_and_head(method, generators):
+    model = _model(method)
+    counts = count_parameters(model)
+    r, d = 24, 64  # bottleneck, task embedding (= projected) width
+    per_generator = (d + 1) * (2 * (r * H) + r + H) + (d + 1) * 2 * H  # down, up, conditional layer norm
+    embeddings = d + (L * d + 2 * d if method == "hyperformer++" else 0)  # one task; layer and position ids for ++
+    projector_in = 3 * d if method == "hyperformer++" else d
+    projector = (projector_in + 1) * 128 + (128 + 1) * d + 2 * d  # two-layer MLP, then a layer norm
+    added = generators * per_generator + embeddings + projector
+    assert counts["total_params"] == counts["backbone_params"] + HEAD + added  # hypernetworks are not backbone
+    assert counts["trainable_params"] == added + LAYER_NORMS + HEAD
+    assert model.bert.hypernetworks.current_task == "rte"
+
+
+@pytest.mark.parametrize("method", ["embeddings_only", "prompt_tuning", "lora", "ia3", "prefix_tuning", "compacter", "unipelt",
+                                    "hyperformer++"])
 def test_a_training_step_moves_only_the_trained_weights(method, data_dir):
     model = _model(method, seed=3)
     frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}

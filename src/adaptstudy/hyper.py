@@ -95,8 +95,8 @@ class AdapterHypernetwork(nn.Module):
 class Hypernetworks(nn.Module):
     """Task embeddings, the task projector and the adapter hypernetworks of one encoder.
 
-    `select(task)` generates every adapter's weights for that task; the adapters read them in the
-    forward pass that follows (one task per batch, as the paper's sampler draws batches)."""
+    `select(task)` chooses the task; each forward pass of the encoder then generates that task's adapter
+    weights once and every adapter reads its own (one task per batch, as the paper's sampler draws them)."""
 
     def __init__(self, config: HyperConfig, num_layers: int, hidden: int):
         super().__init__()
@@ -131,10 +131,13 @@ class Hypernetworks(nn.Module):
         start = self.task_embeddings[like].detach().clone() if like else torch.randn(self.config.task_embedding_dim)
         self.task_embeddings[task] = nn.Parameter(start.to(next(self.parameters()).device))
 
-    def task_input(self, task: str, layer: int, position: int) -> torch.Tensor:
-        """I_t for one adapter: projected, layer-normed task embedding (with layer and position for ++)."""
+    def _check(self, task: str) -> None:
         if task not in self.task_embeddings:
             raise ValueError(f"unknown task {task!r}; this hypernetwork knows: {', '.join(sorted(self.task_embeddings))}")
+
+    def task_input(self, task: str, layer: int, position: int) -> torch.Tensor:
+        """I_t for one adapter: projected, layer-normed task embedding (with layer and position for ++)."""
+        self._check(task)
         z = self.task_embeddings[task]
         if self.config.shared:
             index = lambda i: torch.tensor(i, device=z.device)  # noqa: E731
@@ -151,7 +154,16 @@ class Hypernetworks(nn.Module):
         return out
 
     def select(self, task: str) -> None:
-        self._current, self.current_task = self.generate(task), task
+        """The task whose adapters the next forward passes apply."""
+        self._check(task)
+        self.current_task = task
+
+    def refresh(self) -> None:
+        """Generate the selected task's weights; the encoder calls it before every forward pass, so each
+        pass (and its backward) has weights of its own."""
+        if self.current_task is None:
+            raise RuntimeError("no task selected: call select(task) before the forward pass")
+        self._current = self.generate(self.current_task)
 
     def weights(self, layer: int, position: int) -> AdapterWeights:
         if self._current is None:
@@ -184,9 +196,11 @@ def sublayer_outputs(encoder: nn.Module) -> list[tuple[nn.Module, nn.Module]]:
 
 
 def insert_adapters(encoder: nn.Module, config: HyperConfig) -> Hypernetworks:
-    """Add hypernetwork-generated adapters to `encoder` (a `BertModel`) and return the hypernetworks,
-    which the caller registers beside the encoder."""
+    """Add hypernetwork-generated adapters to `encoder` (a `BertModel`) and register the hypernetworks on
+    it as `encoder.hypernetworks`; they generate the selected task's weights at each forward pass."""
     hypernetworks = Hypernetworks(config, encoder.config.num_hidden_layers, encoder.config.hidden_size)
+    encoder.hypernetworks = hypernetworks
+    encoder.register_forward_pre_hook(lambda module, args: hypernetworks.refresh())
     for layer, outputs in enumerate(sublayer_outputs(encoder)):
         for position, output in enumerate(outputs):
             output.dropout = nn.Sequential(output.dropout, HyperAdapter(hypernetworks, layer, position))

@@ -22,8 +22,9 @@ from adaptstudy.registry import Registry
 ADAPTER_NAME = "task"
 PRETRAINED_ADAPTER = "pretrained"  # an adapter from MLM pretraining, frozen under the task adapter (stack)
 HEAD_PATTERN = re.compile(r"(^|\.)(classifier|pooler|score|heads)\.")
-# Modules the `adapters` package adds: bottleneck adapters, LoRA/IA3, prefixes, soft prompts, Compacter's shared rule.
-ADDED_PATTERN = re.compile(r"(^|\.)(adapters|loras|prefix_tuning|prompt_tuning|shared_parameters)\.")
+# Modules the `adapters` package adds (bottleneck adapters, LoRA/IA3, prefixes, soft prompts, Compacter's shared
+# rule) and our Hyperformer hypernetworks.
+ADDED_PATTERN = re.compile(r"(^|\.)(adapters|loras|prefix_tuning|prompt_tuning|shared_parameters|hypernetworks)\.")
 LAYER_PATTERN = re.compile(r"\.layer\.(\d+)\.")
 
 
@@ -165,6 +166,24 @@ def _from_library(name: str, description: str, config_class: str, learning_rate:
                   prepare=_library_method(config_class, **options), default_learning_rate=learning_rate)  # fmt: skip
 
 
+def _hypernetwork_method(shared: bool) -> Callable[[nn.Module, object], nn.Module]:
+    """`prepare` for Hyperformer (shared=False) and Hyperformer++: hypernetwork-generated adapters in the
+    encoder, for the run's tasks (`tasks` of a multi-task run, else its one task), the first selected."""
+
+    def prepare(model: nn.Module, config) -> nn.Module:
+        from adaptstudy.hyper import HyperConfig, insert_adapters
+
+        tasks = tuple(getattr(config, "tasks", None) or (config.task_name,))
+        hyper = HyperConfig(tasks=tasks, shared=shared, adapter_size=config.adapter_size,
+                            conditional_layer_norm=getattr(config, "conditional_layer_norm", True),
+                            task_projector=getattr(config, "task_projector", True))  # fmt: skip
+        torch.manual_seed(config.seed)
+        insert_adapters(model.base_model, hyper).select(tasks[0])
+        return model
+
+    return prepare
+
+
 def _in_top_layers(name: str, model: nn.Module, config) -> bool:
     index = layer_index(name)
     return index is not None and index >= model.config.num_hidden_layers - config.top_k_layers
@@ -244,6 +263,14 @@ for _m in (
         trainable=lambda n, *_: _is_encoder_layer(n) or is_head(n),
         default_learning_rate=5e-5,
     ),
+    *(
+        Method(name, f"{name} (Mahabadi et al. 2021): Houlsby-placed adapters whose weights and inner layer norms "
+               f"{detail} generate from a task embedding; hypernetworks + task embeddings + all layer norms + head",
+               trainable=lambda n, *_: is_added(n) or is_layer_norm(n) or is_head(n),
+               prepare=_hypernetwork_method(shared), default_learning_rate=3e-4, uses_adapter_size=True, default_adapter_size=24)
+        for name, shared, detail in (("hyperformer", False, "hypernetworks per layer and position"),
+                                     ("hyperformer++", True, "one hypernetwork shared over layers and positions"))
+    ),  # fmt: skip
     _from_library("prompt_tuning", f"{PROMPT_TOKENS} soft-prompt tokens prepended to the input embeddings (Lester et al. 2021)",
                   "PromptTuningConfig", 3e-2, prompt_length=PROMPT_TOKENS),
     _from_library("lora", "LoRA (Hu et al. 2022) on the query and value projections, r 8, alpha 8 (adapters' defaults)",
