@@ -60,6 +60,15 @@ class Method:
             from adaptstudy.artifacts import attach_pretrained_adapter
 
             attach_pretrained_adapter(model, config, ADAPTER_NAME)
+        return self._set_trainable(model, config)
+
+    def apply_to_encoder(self, model: nn.Module, config) -> nn.Module:
+        """The same for a model whose encoder is `model.bert` with heads of its own (multi-task): the method
+        prepares the encoder; what trains is decided over the whole model's names."""
+        model.bert = self.prepare(model.bert, config)
+        return self._set_trainable(model, config)
+
+    def _set_trainable(self, model: nn.Module, config) -> nn.Module:
         for name, param in model.named_parameters():
             frozen_pretrained = f".{PRETRAINED_ADAPTER}." in name
             param.requires_grad_(bool(self.trainable(name, model, config)) and not frozen_pretrained)

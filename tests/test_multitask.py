@@ -1,0 +1,83 @@
+"""Multi-task training: the paper's split rule on real GLUE data, temperature sampling, one task per batch."""
+
+import numpy as np
+import pytest
+import torch
+
+from adaptstudy.config import ConfigError, validate
+from adaptstudy.data import load_task, resolve_task
+from adaptstudy.multitask import (
+    MultiTaskConfig,
+    TemperatureBatchSampler,
+    build_multitask_model,
+    sampling_probabilities,
+    selection_splits,
+    train_multitask,
+)
+
+
+def test_small_tasks_split_validation_in_half_large_ones_hold_out_training_examples(data_dir):
+    rte = selection_splits(load_task("rte", data_dir), resolve_task("rte"), seed=0)
+    assert (len(rte["train"]), len(rte["validation"]), len(rte["test"])) == (2490, 138, 139)  # RTE dev: 277
+    pairs = lambda d: set(zip(d["text_a"], d["text_b"]))  # noqa: E731
+    assert not pairs(rte["validation"]) & pairs(rte["test"])  # the two halves of dev are disjoint
+    assert len(pairs(rte["validation"]) | pairs(rte["test"])) == 277
+    sst2 = selection_splits(load_task("sst2", data_dir), resolve_task("sst2"), seed=0)
+    assert (len(sst2["train"]), len(sst2["validation"]), len(sst2["test"])) == (67349 - 1000, 1000, 872)
+    assert not set(sst2["validation"]["text_a"]) & set(sst2["train"]["text_a"]) - _repeated(load_task("sst2", data_dir)["train"])
+
+
+def _repeated(dataset) -> set[str]:
+    texts, counts = np.unique(dataset["text_a"], return_counts=True)
+    return set(texts[counts > 1])
+
+
+def test_temperature_sampling_flattens_task_sizes():
+    assert sampling_probabilities([100, 10_000], temperature=1).round(4).tolist() == [0.0099, 0.9901]
+    p = sampling_probabilities([100, 10_000], temperature=10)
+    assert p[0] == pytest.approx(1 / (1 + 100**0.1))  # 100^(1/10) against 10000^(1/10)
+    sampler = TemperatureBatchSampler([100, 10_000], batch_size=8, temperature=10, seed=0)
+    tasks = [0 if batch[0] < 100 else 1 for _ in range(3) for batch in sampler]
+    assert abs(np.mean(np.array(tasks) == 0) - p[0]) < 0.02  # 3 x 1263 batches
+
+
+def test_every_batch_is_from_one_task_and_a_small_task_recycles_its_examples():
+    sizes = [5, 40]
+    sampler = TemperatureBatchSampler(sizes, batch_size=8, temperature=1e9, seed=1)  # near uniform
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == 6
+    for batch in batches:
+        owners = {0 if i < 5 else 1 for i in batch}
+        assert len(owners) == 1 and len(batch) == min(8, sizes[owners.pop()])
+    assert batches != list(sampler)  # a new pass draws anew
+
+
+def test_a_mixed_batch_is_refused():
+    model = build_multitask_model(MultiTaskConfig(tasks=("rte", "mrpc"), method="layernorm"))
+    ids = torch.tensor([[101, 2023, 102], [101, 2008, 102]])
+    with pytest.raises(ValueError, match="same task"):
+        model(input_ids=ids, task_ids=torch.tensor([0, 1]))
+
+
+def test_bad_settings_name_the_value_and_the_valid_ones():
+    with pytest.raises(ConfigError, match="unknown task 'rtee'"):
+        validate(MultiTaskConfig, {"tasks": ["rtee"]})
+    with pytest.raises(ConfigError, match="task_projector=False is a Hyperformer ablation"):
+        validate(MultiTaskConfig, {"tasks": ["rte"], "method": "houlsby", "task_projector": False})
+    with pytest.raises(ConfigError, match="distinct"):
+        validate(MultiTaskConfig, {"tasks": ["rte", "rte"]})
+
+
+def test_a_hyperformer_run_records_each_tasks_test_score_at_the_best_validation_epoch(data_dir, tmp_path):
+    config = MultiTaskConfig(tasks=("rte", "stsb"), method="hyperformer++", max_train_examples=32, num_train_epochs=2,
+                             max_eval_examples=64, max_seq_length=48, batch_size=16, results_dir=str(tmp_path))  # fmt: skip
+    record = train_multitask(config)
+    assert (tmp_path / f"{record['run_id']}.json").is_file()
+    assert set(record["metrics"]) == {"rte/accuracy", "stsb/spearman", "stsb/pearson"}
+    assert record["train_examples"] == {"rte": 32, "stsb": 32}
+    assert record["eval_examples"] == {"rte": {"validation": 64, "test": 64}, "stsb": {"validation": 64, "test": 64}}
+    assert [row["epoch"] for row in record["history"]] == [1.0, 2.0]
+    best = max(record["history"], key=lambda row: row["validation_mean"])
+    assert record["main_metric_value"] == pytest.approx(np.mean([best["test"]["rte"]["accuracy"], best["test"]["stsb"]["spearman"]]))
+    assert record["trainable_params_per_task"] == record["trainable_params"] / 2
+    assert record["sampling_probabilities"] == {"rte": 0.5, "stsb": 0.5}
