@@ -165,6 +165,17 @@ def test_a_checkpoint_cut_off_while_saving_is_never_resumed_from(tmp_path):
     assert last_complete_checkpoint(tmp_path / "missing") is None
 
 
+def test_a_multitask_grid_runs_each_cell_once_under_its_own_run_id(tmp_path, data_dir):
+    """The smoke grid of the Hyperformer chapter: multi-task and single-task cells, then a rerun skips them all."""
+    p = sw.run(sw.plan(ROOT / "params/smoke/multitask.yaml", tmp_path), progress=False)
+    p.raise_if_failed()
+    saved = records(tmp_path)
+    assert sorted((r["task"], r["method"]) for r in saved.values()) == [
+        ("mrpc", "houlsby"), ("rte", "houlsby"), ("rte+mrpc", "houlsby"), ("rte+mrpc", "hyperformer++")]
+    assert all(r["config"]["tasks"] == r["task"].split("+") for r in saved.values())
+    assert [c.status for c in sw.plan(ROOT / "params/smoke/multitask.yaml", tmp_path).cells] == ["done"] * 4
+
+
 def test_checkpoints_are_ignored_by_git():
     """A sweep's in-flight checkpoints hold model and optimizer state (hundreds of MB): never committed."""
     probe = f"results/houlsby/{sw.CHECKPOINTS}/0123456789abcdef/checkpoint-10/optimizer.pt"

@@ -42,6 +42,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adaptstudy.config import ConfigError, FinetuneConfig, validate
+from adaptstudy.multitask import MultiTaskConfig
 from adaptstudy.pretrain import PretrainConfig
 from adaptstudy.results import TMP_PREFIX, base_record, resolve_results_dir, write_record
 
@@ -57,7 +58,8 @@ class Grid(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    kind: Literal["finetune", "pretrain"] = Field("finetune", description="what each cell runs: fine-tuning or MLM pretraining")
+    kind: Literal["finetune", "pretrain", "multitask"] = Field(
+        "finetune", description="what each cell runs: fine-tuning, MLM pretraining, or multi-task training")
     description: str = ""
     definitions: dict[str, Any] = Field({}, description="named settings to refer to with YAML anchors (e.g. the pretraining "
                                                           "runs that cells start from); not cells themselves")
@@ -92,7 +94,7 @@ def _check_block(axes: Axes) -> None:
 
 @dataclass
 class Cell:
-    config: FinetuneConfig | PretrainConfig
+    config: FinetuneConfig | PretrainConfig | MultiTaskConfig
     status: str = "todo"  # todo / done (an ok record exists) / ok / skipped / failed
     error: str | None = None
 
@@ -178,7 +180,7 @@ def plan(
     grid = load_grid(sweep)
     folder = Path(results_dir) if results_dir else resolve_results_dir(None, grid.study)
     cells, problems = [], []
-    model = PretrainConfig if grid.kind == "pretrain" else FinetuneConfig
+    model = {"finetune": FinetuneConfig, "pretrain": PretrainConfig, "multitask": MultiTaskConfig}[grid.kind]
     for i, values in enumerate(expand(grid), start=1):
         values = {**values, "results_dir": str(folder), **({"data_dir": data_dir} if data_dir else {})}
         try:
@@ -203,10 +205,11 @@ def plan(
 def run(p: Plan, progress: bool = True) -> Plan:
     """Run every cell not yet done, in process; failures are recorded and the sweep goes on."""
     from adaptstudy.artifacts import ensure_artifact
+    from adaptstudy.multitask import train_multitask
     from adaptstudy.pretrain import pretrain
     from adaptstudy.train import finetune
 
-    execute = pretrain if p.kind == "pretrain" else finetune
+    execute = {"finetune": finetune, "pretrain": pretrain, "multitask": train_multitask}[p.kind]
     pretraining_results = p.results_dir if p.kind == "pretrain" else p.results_dir.with_name(f"{p.results_dir.name}_pretrain")
     todo = [c for c in p.cells if c.status == "todo"]
     for n, cell in enumerate(todo, start=1):
@@ -214,7 +217,7 @@ def run(p: Plan, progress: bool = True) -> Plan:
             print(f"[{n}/{len(todo)}] {cell.run_id} {_describe(cell.config.identity())}", flush=True)
         checkpoints = p.results_dir / CHECKPOINTS / cell.run_id
         try:
-            if cell.config.init_from is not None:  # a pretraining named by its settings runs first, once
+            if getattr(cell.config, "init_from", None) is not None:  # a pretraining named by its settings runs first, once
                 ensure_artifact(cell.config.init_from, p.results_dir / CHECKPOINTS, pretraining_results)
             execute(cell.config, checkpoint_dir=checkpoints)
         except Exception as e:  # one cell's failure must not stop the others
@@ -234,7 +237,7 @@ def run(p: Plan, progress: bool = True) -> Plan:
     return p
 
 
-def write_failure(config: FinetuneConfig | PretrainConfig, error: BaseException) -> None:
+def write_failure(config: FinetuneConfig | PretrainConfig | MultiTaskConfig, error: BaseException) -> None:
     record = base_record(config)
     record.update(
         status="failed",
@@ -260,8 +263,8 @@ def _clean_temporary_files(folder: Path) -> None:
             leftover.unlink(missing_ok=True)
 
 
-DESCRIBED = ("task", "method", "corpus", "mode", "backbone", "adapter_size", "top_k_layers", "adapter_init_std", "adapter_variant",
-             "learning_rate", "seed", "train_fraction", "corpus_fraction", "max_steps")  # fmt: skip
+DESCRIBED = ("task", "method", "tasks", "corpus", "mode", "backbone", "adapter_size", "top_k_layers", "adapter_init_std", "adapter_variant",
+             "learning_rate", "seed", "train_fraction", "corpus_fraction", "max_steps", "max_train_examples")  # fmt: skip
 
 
 def _describe(values: Mapping[str, Any]) -> str:
