@@ -84,7 +84,7 @@ def test_custom_jsonl_task_from_a_mapping(data_dir):
 
 
 def test_unknown_task_lists_valid_names():
-    with pytest.raises(UnknownNameError, match=r"unknown task 'rtee' \(did you mean 'rte'\?\); valid: acl-arc, agnews, chemprot, cola, .*wnli"):
+    with pytest.raises(UnknownNameError, match=r"unknown task 'rtee' \(did you mean 'rte'\?\); valid: acl-arc, agnews, cb, chemprot, cola, .*wic, wnli"):
         load_task("rtee")
 
 
@@ -212,3 +212,11 @@ def test_helpfulness_follows_its_vote_rule(data_dir):
         helpful, votes = map(int, by_id[row["id"]]["helpful"].split(" of "))
         assert votes >= HELPFUL_MIN_VOTES and row["label"] == int(helpful / votes >= HELPFUL_SHARE)
     assert 0.4 < np.mean([r["label"] for r in rows]) < 0.6
+
+
+@pytest.mark.parametrize("name, dev_labels", [("cb", [23, 28, 5]), ("rte-fewglue", [146, 131]), ("wic", [319, 319])])
+def test_fewglue_tasks_have_32_training_examples_and_the_official_validation_set(name, dev_labels, data_dir):
+    splits = load_task(name, data_dir)
+    assert len(splits["train"]) == 32
+    assert np.bincount(splits["dev"]["label"]).tolist() == dev_labels
+    assert "text_b" in splits["dev"].column_names

@@ -375,6 +375,24 @@ register_task(TaskSpec(
                 "20k train / 5k val; from the Hub, dev is the official test set",
 ))  # fmt: skip
 
+# FewGLUE (Schick & Schütze 2021): SuperGLUE tasks with 32 training examples; evaluated on the full official
+# validation set. The mirror's dev32 (32 more labelled examples, for few-shot model selection) is not used.
+_FEWGLUE = {
+    "cb": ("CB", ["premise", "hypothesis"], ["entailment", "contradiction", "neutral"], ["accuracy", "macro_f1"],
+           "CommitmentBank, 3-way entailment, few-shot: 32 training examples, 56 validation"),
+    "rte-fewglue": ("RTE", ["premise", "hypothesis"], ["entailment", "not_entailment"], ["accuracy"],
+                    "RTE as in FewGLUE, few-shot: 32 training examples, the 277 of RTE's validation set"),
+    "wic": ("WiC", ["sentence1", "sentence2"], ["False", "True"], ["accuracy"],
+            "Word-in-Context, few-shot: 32 training examples, 638 validation (the sentence pair; the target word is "
+            "not marked)"),
+}  # fmt: skip
+for _name, (_folder, _fields, _labels, _metrics, _about) in _FEWGLUE.items():
+    register_task(TaskSpec(
+        name=_name, format="jsonl", text_fields=_fields, label_field="label", labels=_labels, metrics=_metrics,
+        main_metric="accuracy", files={"train": f"superglue/{_folder}/train.jsonl", "dev": f"superglue/{_folder}/val.jsonl"},
+        hub_id="aps/super_glue", hub_config=_folder.lower(), hub_splits={"dev": "validation"}, description=_about,
+    ))  # fmt: skip
+
 
 def describe_task(splits: DatasetDict, tokenizer, spec: TaskSpec, max_seq_length: int) -> dict:
     """Sizes, label balance and token lengths (untruncated) of every split, as tables."""
