@@ -134,3 +134,9 @@ def test_runs_at_a_constant_prediction_level_are_listed(tmp_path, data_dir):
     _run(tmp_path, 66.0, lr=5e-5, seed=1)
     flagged = hr.no_signal(records_frame(tmp_path), data_dir)
     assert flagged[["task", "seed"]].values.tolist() == [["rte", 0]]
+
+
+def test_seed_scores_show_each_table1_cell_per_seed(runs):
+    table = hr.seed_scores(runs).set_index("label")
+    assert list(table.index) == ["full", "houlsby-64", "houlsby-8"]  # size 8 is rte's best size
+    assert table.loc["full", ["seed 0", "seed 1", "seed 2"]].tolist() == [64.0, 66.0, 65.0]

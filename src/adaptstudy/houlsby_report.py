@@ -80,6 +80,17 @@ def size_table(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def seed_scores(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each Table 1 cell's dev score per seed (full, size 64 and each task's best size), to show how far
+    seeds disagree where the sd is large."""
+    chosen = at_chosen_rates(runs)
+    best = best_sizes(runs)
+    keep = chosen["label"].isin(["full", "houlsby-64"]) | (chosen["label"] == chosen["task"].map(best))
+    table = chosen[keep].pivot_table(index=["task", "label"], columns="seed", values="main_metric_value")
+    table.columns = [f"seed {s}" for s in table.columns]
+    return table.reset_index()
+
+
 def size_means(runs: pd.DataFrame) -> pd.DataFrame:
     """Per adapter size: our mean seed-0 dev metric (every size has seed 0) over the tasks that have every
     size, beside the paper's mean."""

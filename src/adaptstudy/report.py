@@ -130,10 +130,15 @@ def scale_note(runs: pd.DataFrame) -> str:
     if "precision_used" in runs:
         devices += " in " + ", ".join(sorted(runs["precision_used"].fillna("fp32").unique()))
     return (
-        f"Ours: {len(runs)} runs on {backbones}, {seeds.min()}–{seeds.max()} seed(s) per cell, "
-        f"{runs['config.num_train_epochs'].min():g}–{runs['config.num_train_epochs'].max():g} epochs, "
+        f"Ours: {len(runs)} runs on {backbones}, {_span(seeds)} seed(s) per cell, "
+        f"{_span(runs['config.num_train_epochs'])} epochs, "
         f"max_seq_length {runs['config.max_seq_length'].max()}, on {devices}; metrics on the dev set."
     )
+
+
+def _span(values: pd.Series) -> str:
+    low, high = values.min(), values.max()
+    return f"{low:g}" if low == high else f"{low:g}–{high:g}"
 
 
 def display_table(table: pd.DataFrame):
