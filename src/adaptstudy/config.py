@@ -44,7 +44,7 @@ def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "par
 NEUTRAL_SINCE_FIRST_RECORDS = {
     "train_fraction": 1.0, "top_k_layers": None, "adapter_init_std": None, "layer_ablation": False, "adapter_variant": None,
     "resplit_train_share": None, "max_eval_examples": None, "init_from": None, "adapter_use": None,
-    "adam_beta2": 0.999, "adam_epsilon": 1e-8,
+    "adam_beta2": 0.999, "adam_epsilon": 1e-8, "fusion_sources": None, "source_settings": None,
 }  # fmt: skip
 
 
@@ -88,6 +88,9 @@ class FinetuneConfig(BaseModel):
     max_eval_examples: int | None = Field(None, gt=0, description="None: the whole evaluation split; else a seeded subsample")
     adapter_variant: Literal["layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel"] | None = Field(
         None, description="houlsby: an architecture variant from the paper's ablations (None: the plain adapter)")
+    fusion_sources: tuple[str, ...] | None = Field(None, description="fusion: the tasks whose single-task adapters are fused")
+    source_settings: dict[str, Any] | None = Field(
+        None, description="fusion: the settings of the single-task runs that train the source adapters (method, size, rate, ...)")
 
     @model_validator(mode="after")
     def _known_names(self) -> FinetuneConfig:
@@ -111,6 +114,15 @@ class FinetuneConfig(BaseModel):
             raise ValueError(f"adapter_use={self.adapter_use!r} needs init_from (an adapter artifact of 02_dapt / 03_tapt)")
         if self.adapter_variant is not None and self.method != "houlsby":
             raise ValueError(f"adapter_variant={self.adapter_variant!r} applies only to method 'houlsby', not {self.method!r}")
+        if (self.method == "fusion") != (self.fusion_sources is not None) or (self.fusion_sources is None) != (self.source_settings is None):
+            raise ValueError("method 'fusion' needs fusion_sources and source_settings, and only it takes them")
+        if self.fusion_sources is not None:
+            from adaptstudy.fusion import source_config
+
+            if len(set(self.fusion_sources)) != len(self.fusion_sources) or len(self.fusion_sources) < 2:
+                raise ValueError(f"fusion_sources must be at least two distinct tasks, got {list(self.fusion_sources)}")
+            for task in self.fusion_sources:
+                source_config(task, self.source_settings)
         if self.top_k_layers is not None and not method.uses_top_k:
             raise ValueError(f"top_k_layers={self.top_k_layers} applies only to method 'top_k', not {self.method!r}")
         if method.uses_top_k:

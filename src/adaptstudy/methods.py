@@ -23,8 +23,8 @@ ADAPTER_NAME = "task"
 PRETRAINED_ADAPTER = "pretrained"  # an adapter from MLM pretraining, frozen under the task adapter (stack)
 HEAD_PATTERN = re.compile(r"(^|\.)(classifier|pooler|score|heads)\.")
 # Modules the `adapters` package adds (bottleneck adapters, LoRA/IA3, prefixes, soft prompts, Compacter's shared
-# rule) and our Hyperformer hypernetworks.
-ADDED_PATTERN = re.compile(r"(^|\.)(adapters|loras|prefix_tuning|prompt_tuning|shared_parameters|hypernetworks)\.")
+# rule, AdapterFusion's attention) and our Hyperformer hypernetworks.
+ADDED_PATTERN = re.compile(r"(^|\.)(adapters|loras|prefix_tuning|prompt_tuning|shared_parameters|hypernetworks|adapter_fusion_layer)\.")
 LAYER_PATTERN = re.compile(r"\.layer\.(\d+)\.")
 
 
@@ -175,6 +175,12 @@ def _from_library(name: str, description: str, config_class: str, learning_rate:
                   prepare=_library_method(config_class, **options), default_learning_rate=learning_rate)  # fmt: skip
 
 
+def _add_fusion(model: nn.Module, config) -> nn.Module:
+    from adaptstudy.fusion import add_fusion
+
+    return add_fusion(model, config)
+
+
 def _hypernetwork_method(shared: bool) -> Callable[[nn.Module, object], nn.Module]:
     """`prepare` for Hyperformer (shared=False) and Hyperformer++: hypernetwork-generated adapters in the
     encoder, for the run's tasks (`tasks` of a multi-task run, else its one task), the first selected."""
@@ -240,6 +246,16 @@ for _m in (
         default_learning_rate=1e-3,
         uses_adapter_size=True,
         default_adapter_size=64,
+    ),
+    Method("head_only", "only the head (pooler and classifier); the whole encoder frozen (AdapterFusion's 'Head')",
+           trainable=lambda n, *_: is_head(n), default_learning_rate=1e-3),
+    Method(
+        "fusion",
+        "AdapterFusion (Pfeiffer et al. 2021): frozen single-task adapters of `fusion_sources`, combined by a trained "
+        "attention per layer (dynamic Fuse, value initialised to the identity) + head",
+        trainable=lambda n, *_: ".adapter_fusion_layer." in n or is_head(n),
+        prepare=_add_fusion,
+        default_learning_rate=5e-5,
     ),
     Method(
         "top_k",

@@ -203,12 +203,14 @@ def finetune(
     write: bool = True,
     callbacks: Sequence[Any] = (),
     checkpoint_dir: str | os.PathLike | None = None,
+    save_adapter_to: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Train, evaluate, and return the run's record (also written to `results_dir` unless `write` is off).
 
     With `checkpoint_dir`, a checkpoint is saved there every `config.checkpoint_every_s` seconds and
     a rerun resumes from the last one (the record says from which step). `callbacks` are
-    `transformers.TrainerCallback`s (the throughput benchmark times steps with one).
+    `transformers.TrainerCallback`s (the throughput benchmark times steps with one). With `save_adapter_to`,
+    the trained task adapter is saved there (a fusion source). A fusion run trains its missing source adapters first.
     """
     if not isinstance(config, FinetuneConfig):
         config = validate(FinetuneConfig, config)
@@ -224,6 +226,11 @@ def finetune(
     tokenizer = load_tokenizer(config.backbone)
     encoded = tokenize_task(splits, tokenizer, config.max_seq_length)
     train_set, eval_set = encoded["train"], sort_by_length(encoded[spec.eval_split])
+    fusing = config.method == "fusion"
+    if fusing:
+        from adaptstudy import fusion
+
+        fusion.ensure_sources(config, Path(checkpoint_dir).parent if checkpoint_dir else None)
     model = build_model(config, spec)
     counts = count_parameters(model)
 
@@ -257,6 +264,7 @@ def finetune(
         )
         timer = EpochTimer()
         own = [_RaiseOnNonFiniteLoss(), timer] + ([TimedCheckpoints(config.checkpoint_every_s)] if checkpoint_dir else [])
+        own += [fusion.regularization_callback()] if fusing else []
         trainer = Trainer(
             model=model,
             args=args,
@@ -278,6 +286,11 @@ def finetune(
             history.append({"epoch": config.num_train_epochs, **{m: final[f"eval_{m}"] for m in spec.metrics}})
         total_steps = trainer.state.global_step
         ablation = layer_ablation(trainer, spec) if config.layer_ablation else None
+        attention = fusion.mean_attention(trainer.model, trainer.get_eval_dataloader(), list(config.fusion_sources)) if fusing else None
+        if save_adapter_to is not None:
+            from adaptstudy.fusion import save_source_adapter
+
+            save_source_adapter(trainer.model, config, Path(save_adapter_to))
     if not math.isfinite(train_output.training_loss):
         raise NonFiniteLossError(f"training loss is {train_output.training_loss}")
 
@@ -310,6 +323,7 @@ def finetune(
         resumed_from_step=resumed_step,
         **({"layer_ablation": ablation, "majority_class_score": majority_class_score(spec, train_set, eval_set)}
            if ablation is not None else {}),
+        **({"fusion_attention": attention} if attention is not None else {}),
         history=history,
         finished_at=datetime.now(timezone.utc).isoformat(),
     )

@@ -1,0 +1,86 @@
+"""AdapterFusion on real RTE/MRPC data: source adapters trained once and cached, only the fusion layers and the
+head train, attention weights recorded, and a saved fusion setup reloads to identical predictions."""
+
+import json
+
+import pytest
+import torch
+from transformers import AutoTokenizer
+
+from adaptstudy.backbones import resolve_backbone
+from adaptstudy.config import ConfigError, FinetuneConfig, validate
+from adaptstudy.data import load_task, resolve_task
+from adaptstudy.fusion import SOURCE_MARKER, load_fusion, save_fusion, source_config, source_folder
+from adaptstudy.methods import count_parameters
+from adaptstudy.train import build_model, finetune
+
+SOURCES = {"method": "pfeiffer", "adapter_size": 8, "learning_rate": 1e-3, "num_train_epochs": 1, "max_train_examples": 16,
+           "max_seq_length": 48, "batch_size": 8, "seed": 0}  # fmt: skip
+TINY = {"task": "rte", "method": "fusion", "fusion_sources": ["rte", "mrpc"], "source_settings": SOURCES,
+        "num_train_epochs": 1, "max_train_examples": 16, "max_eval_examples": 32, "max_seq_length": 48, "batch_size": 8}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fused(tmp_path_factory, data_dir):
+    """One tiny fusion run (it trains its two source adapters first), with its cache and results."""
+    root = tmp_path_factory.mktemp("fusion")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADAPTSTUDY_CACHE", str(root / "cache"))
+        config = FinetuneConfig(**TINY, results_dir=str(root / "results"))
+        record = finetune(config)
+        model = build_model(config.resolved(), resolve_task("rte"))
+        yield root, config, record, model
+
+
+def test_source_adapters_are_trained_once_into_the_cache_with_their_records(fused):
+    root, config, record, _ = fused
+    sources = [json.loads(p.read_text()) for p in (root / "results_sources").glob("*.json")]
+    assert sorted(r["task"] for r in sources) == ["mrpc", "rte"] and {r["method"] for r in sources} == {"pfeiffer"}
+    folders = list((root / "cache" / "adapters").iterdir())
+    assert len(folders) == 2 and all((f / SOURCE_MARKER).is_file() for f in folders)
+
+
+def test_only_the_fusion_layers_and_the_head_train(fused):
+    _, _, record, model = fused
+    trained = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trained and all(".adapter_fusion_layer." in n or "classifier" in n or "pooler" in n for n in trained)
+    assert any(".adapters.source_mrpc." in n for n, _ in model.named_parameters())  # loaded, frozen
+    counts = count_parameters(model)
+    assert counts["backbone_params"] == 22_713_216 - 384 * 384 - 384  # sources and fusion are not backbone
+    assert record["trainable_params"] == counts["trainable_params"]
+
+
+def test_the_record_keeps_the_mean_attention_over_sources(fused):
+    attention = fused[2]["fusion_attention"]
+    assert set(attention) == {"rte", "mrpc"}
+    assert sum(attention.values()) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_a_saved_fusion_setup_reloads_to_the_same_predictions(fused, tmp_path, data_dir):
+    root, config, _, model = fused
+    with torch.no_grad():  # make the fusion layers and head differ from a fresh setup, as training would
+        for name, param in model.named_parameters():
+            if param.requires_grad:
+                param.add_(torch.randn_like(param) * 0.05)
+    model.eval()
+    save_fusion(model, config, tmp_path / "saved")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "empty-cache"))  # the saved folder alone suffices
+        reloaded = load_fusion(tmp_path / "saved")
+    dev = load_task("rte", data_dir)["dev"].select(range(32))
+    batch = AutoTokenizer.from_pretrained(resolve_backbone("minilm-l6"))(list(dev["text_a"]), list(dev["text_b"]),
+                                                                          padding=True, truncation=True, max_length=64, return_tensors="pt")  # fmt: skip
+    with torch.inference_mode():
+        before, after = model(**batch).logits, reloaded(**batch).logits
+    assert torch.allclose(before, after, atol=1e-5)
+    assert (before.argmax(-1) == after.argmax(-1)).all()
+
+
+def test_bad_fusion_settings_fail_before_work():
+    with pytest.raises(ConfigError, match="method 'fusion' needs fusion_sources and source_settings"):
+        validate(FinetuneConfig, {"task": "rte", "method": "fusion"})
+    with pytest.raises(ConfigError, match="source adapters are bottleneck adapters"):
+        validate(FinetuneConfig, {**TINY, "source_settings": {**SOURCES, "method": "lora", "adapter_size": None}})
+    with pytest.raises(ConfigError, match="at least two distinct tasks"):
+        validate(FinetuneConfig, {**TINY, "fusion_sources": ["rte"]})
+    assert source_folder(source_config("rte", SOURCES)).name == source_config("rte", SOURCES).run_id
