@@ -204,6 +204,7 @@ def plot_tradeoff(frame: pd.DataFrame, tasks: list[str]):
                        col="task", kind="line", marker="o", facet_kws={"sharey": False}, height=3.5, aspect=1.2)  # fmt: skip
     grid.set(xscale="log")
     grid.set_axis_labels("trained parameters (log scale)", "dev metric (points)")
+    sns.move_legend(grid, "upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, title=None)  # below the panels, not on them
     plt.tight_layout()
     return grid
 
