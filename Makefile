@@ -10,7 +10,7 @@ export ADAPTSTUDY_DATA
 PAPERMILL := $(BIN)/papermill --log-level WARNING
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test smoke book benchmark reproduce-foundation reproduce-houlsby reproduce-peft clean
+.PHONY: setup test smoke book benchmark reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp clean
 
 setup: $(STAMP)
 
@@ -53,6 +53,10 @@ reproduce-houlsby: setup
 PEFT_GRIDS := params/cpu/peft_imdb_lr.yaml $(filter-out params/cpu/peft_imdb_lr.yaml,$(sort $(wildcard params/cpu/peft_imdb*.yaml)))
 reproduce-peft: setup
 	for g in $(PEFT_GRIDS); do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
+
+# The Don't Stop Pretraining chapter at CPU scale (about 5 hours, resumable): its pretraining runs first, once each.
+reproduce-dsp: setup
+	$(BIN)/python -m adaptstudy.sweep params/cpu/dsp.yaml
 
 # The committed foundation runs (about an hour on 2 CPU cores); a finished run is not redone.
 FOUNDATION := $(wildcard params/cpu/finetune_*.yaml)
