@@ -81,3 +81,22 @@ def test_a_hyperformer_run_records_each_tasks_test_score_at_the_best_validation_
     assert record["main_metric_value"] == pytest.approx(np.mean([best["test"]["rte"]["accuracy"], best["test"]["stsb"]["spearman"]]))
     assert record["trainable_params_per_task"] == record["trainable_params"] / 2
     assert record["sampling_probabilities"] == {"rte": 0.5, "stsb": 0.5}
+
+
+def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    tiny = {"max_eval_examples": 16, "max_seq_length": 48, "batch_size": 8, "num_train_epochs": 1}
+    source = {"tasks": ["rte", "mrpc"], "method": "hyperformer++", "max_train_examples": 16, **tiny}
+    config = MultiTaskConfig(tasks=("cb",), method="hyperformer++", max_train_examples=8, transfer_from=source,
+                             results_dir=str(tmp_path / "results"), **tiny)  # fmt: skip
+    record = train_multitask(config)  # trains and saves the source first
+    assert [p.name for p in (tmp_path / "results_sources").glob("*.json")] == [f"{MultiTaskConfig(**source).run_id}.json"]
+    saved = MultiTaskConfig(**source).artifact_dir()
+    assert (saved / "encoder.safetensors").is_file()
+    model = build_multitask_model(config)
+    trained = sorted(n for n, p in model.named_parameters() if p.requires_grad)
+    assert trained == ["bert.hypernetworks.task_embeddings.cb", "heads.cb.bias", "heads.cb.weight"]
+    assert record["trainable_params"] == 64 + 3 * 384 + 3  # task embedding, CB's 3-way head
+    assert record["train_examples"] == {"cb": 8}
+    with pytest.raises(ConfigError, match="transfer is to new tasks"):
+        validate(MultiTaskConfig, {"tasks": ["rte"], "method": "hyperformer++", "transfer_from": source})

@@ -136,6 +136,9 @@ class MultiTaskConfig(BaseModel):
     adapter_size: int | None = Field(None, ge=1, description="adapter methods: bottleneck width (None: the method's default)")
     conditional_layer_norm: bool = Field(True, description="hyperformer: a generated layer norm inside each adapter")
     task_projector: bool = Field(True, description="hyperformer: the task embedding goes through the projector MLP")
+    transfer_from: dict[str, Any] | None = Field(
+        None, description="few-shot transfer: the settings of a trained multi-task Hyperformer run; its hypernetworks and "
+                          "encoder stay frozen and only a new task embedding (and the new task's head) train")
     data_seed: int = 0
     warmup_ratio: float = Field(0.1, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
@@ -164,7 +167,21 @@ class MultiTaskConfig(BaseModel):
                 raise ValueError(f"{name}=False is a Hyperformer ablation; method {self.method!r} has no {name}")
         if method.uses_top_k:
             raise ValueError("method 'top_k' is not offered for multi-task runs")
+        if self.transfer_from is not None:
+            source = self.source()
+            if not hyper or source.method != self.method or source.backbone != self.backbone:
+                raise ValueError(f"transfer_from needs the same Hyperformer method and backbone as the source run "
+                                 f"({source.method}, {source.backbone}), got {self.method}, {self.backbone}")  # fmt: skip
+            shared = set(self.tasks) & set(source.tasks)
+            if shared:
+                raise ValueError(f"transfer is to new tasks; the source run already trained {sorted(shared)}")
         return self
+
+    def source(self) -> MultiTaskConfig:
+        """The multi-task run a transfer starts from."""
+        from adaptstudy.config import validate
+
+        return validate(MultiTaskConfig, self.transfer_from, what="transfer_from setting").resolved()
 
     @property
     def task_name(self) -> str:
@@ -181,7 +198,15 @@ class MultiTaskConfig(BaseModel):
         return self.model_copy(update=updates)
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": "multitask", **self.resolved().model_dump(exclude={"data_dir", "results_dir", "checkpoint_every_s"})}
+        identity = {"kind": "multitask", **self.resolved().model_dump(exclude={"data_dir", "results_dir", "checkpoint_every_s"})}
+        if self.transfer_from is not None:
+            identity["transfer_from"] = self.source().run_id
+        return identity
+
+    def artifact_dir(self) -> Path:
+        from adaptstudy.onnx_bert import cache_root
+
+        return cache_root() / "multitask" / self.run_id
 
     @property
     def run_id(self) -> str:
@@ -205,6 +230,8 @@ class MultiTaskConfig(BaseModel):
 
 
 def build_multitask_model(config: MultiTaskConfig) -> MultiTaskModel:
+    """The encoder with the method applied and a head per task; for a transfer, the source run's trained encoder
+    and hypernetworks (loaded from its artifact, frozen) with a new embedding for each new task."""
     from transformers import AutoModel
 
     from adaptstudy.backbones import resolve_backbone
@@ -212,7 +239,60 @@ def build_multitask_model(config: MultiTaskConfig) -> MultiTaskModel:
 
     torch.manual_seed(config.seed)
     model = MultiTaskModel(AutoModel.from_pretrained(resolve_backbone(config.backbone)), {t: resolve_task(t) for t in config.tasks})
-    return METHODS.get(config.method).apply_to_encoder(model, config)
+    if config.transfer_from is None:
+        return METHODS.get(config.method).apply_to_encoder(model, config)
+    source = config.source()
+    METHODS.get(config.method).apply_to_encoder(model, source)  # hypernetworks for the source tasks
+    _load_encoder(model, source.artifact_dir())
+    for task in config.tasks:
+        model.bert.hypernetworks.add_task(task)
+    for name, param in model.named_parameters():
+        param.requires_grad_(any(name == f"bert.hypernetworks.task_embeddings.{t}" or name.startswith(f"heads.{t}.") for t in config.tasks))
+    return model
+
+
+ENCODER_FILE = "encoder.safetensors"
+
+
+def save_encoder(model: MultiTaskModel, config: MultiTaskConfig) -> Path:
+    """The trained encoder with its hypernetworks (heads left out), for transfer runs; atomic, in the cache."""
+    from safetensors.torch import save_file
+
+    from adaptstudy.results import atomic_folder
+
+    folder = config.artifact_dir()
+    with atomic_folder(folder) as scratch:
+        save_file({k: v.contiguous() for k, v in model.state_dict().items() if k.startswith("bert.")}, str(scratch / ENCODER_FILE))
+        (scratch / "run.json").write_text(config.model_dump_json())
+    return folder
+
+
+def _load_encoder(model: MultiTaskModel, folder: Path) -> None:
+    from safetensors.torch import load_file
+
+    if not (folder / ENCODER_FILE).is_file():
+        raise FileNotFoundError(f"no trained multi-task encoder at {folder}: run the source (transfer_from) run first")
+    missing, unexpected = model.load_state_dict(load_file(str(folder / ENCODER_FILE)), strict=False)
+    missing = [k for k in missing if k.startswith("bert.")]
+    if missing or unexpected:
+        raise ValueError(f"{folder}: the saved encoder does not fit (missing {missing[:3]}, unexpected {unexpected[:3]})")
+
+
+def ensure_source(config: MultiTaskConfig, checkpoint_root: Path | None = None) -> None:
+    """A transfer's source run, trained (record in `<results_dir>_sources`) and saved first if it is not in the cache."""
+    import shutil
+
+    from adaptstudy.results import resolve_results_dir
+
+    if config.transfer_from is None or (config.source().artifact_dir() / ENCODER_FILE).is_file():
+        return
+    results = resolve_results_dir(config.results_dir, "multitask")
+    source = config.source().model_copy(update={"results_dir": str(results.with_name(f"{results.name}_sources"))})
+    checkpoints = Path(checkpoint_root) / source.run_id if checkpoint_root else None
+    print(f"  training the transfer source {source.run_id} ({source.task_name}, {source.method}) first", flush=True)
+    train_multitask(source, checkpoint_dir=checkpoints, save=True)
+    if checkpoints is not None:
+        shutil.rmtree(checkpoints, ignore_errors=True)
 
 
 def _encode(splits: dict[str, DatasetDict], tokenizer, max_seq_length: int) -> dict[str, DatasetDict]:
@@ -244,8 +324,11 @@ def _mean_main(scores: dict[str, dict[str, float]]) -> float:
     return float(np.mean([scores[t][resolve_task(t).main_metric] for t in scores]))
 
 
-def train_multitask(config: MultiTaskConfig | Mapping[str, Any], write: bool = True, checkpoint_dir=None) -> dict[str, Any]:
-    """Train, score every epoch on validation and test, and return the record (written unless `write` is off)."""
+def train_multitask(config: MultiTaskConfig | Mapping[str, Any], write: bool = True, checkpoint_dir=None,
+                    save: bool | None = None) -> dict[str, Any]:
+    """Train, score every epoch on validation and test, and return the record (written unless `write` is off).
+
+    With `save` (default: for Hyperformer runs) the trained encoder goes to the cache, for transfer runs."""
     from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, set_seed
 
     from adaptstudy.backbones import load_tokenizer
@@ -260,6 +343,7 @@ def train_multitask(config: MultiTaskConfig | Mapping[str, Any], write: bool = T
     config = config.resolved()
     record = base_record(config)
     peak_scope = reset_peak_rss()
+    ensure_source(config, Path(checkpoint_dir).parent if checkpoint_dir else None)
     set_seed(config.seed)
     splits = config.load_splits()
     encoded = _encode(splits, load_tokenizer(config.backbone), config.max_seq_length)
@@ -302,6 +386,8 @@ def train_multitask(config: MultiTaskConfig | Mapping[str, Any], write: bool = T
         start = time.perf_counter()
         output = trainer.train(resume_from_checkpoint=resume)
         wall = time.perf_counter() - start
+    if save if save is not None else (config.method.startswith("hyperformer") and config.transfer_from is None):
+        save_encoder(model, config)
     if not math.isfinite(output.training_loss):
         raise NonFiniteLossError(f"training loss is {output.training_loss}")
     best = max(history, key=lambda row: row["validation_mean"])
