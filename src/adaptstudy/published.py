@@ -130,6 +130,41 @@ _DSP_ROWS = {
 DSP_DOMAINS = {task: row[0] for task, row in _DSP_ROWS.items()}
 DSP_NOT_OFFLINE = ("rct",)  # no copy in the local mirror
 
+
+PFEIFFER_2021 = "Pfeiffer et al. 2021, AdapterFusion: Non-Destructive Task Composition for Transfer Learning (EACL)"
+FUSION_COLUMNS = ("head_only", "full", "st-a", "mt-a", "fusion-st-a", "fusion-mt-a")  # Head, Full, ST-A, MT-A, F. w/ ST-A, F. w/ MT-A
+# Table 1 (BERT-base, dev, accuracy), the rows of our targets, and the mean over the paper's 16 tasks.
+_FUSION_ROWS = {
+    "rte": (61.37, 65.41, 71.04, 77.61, 76.82, 79.96),
+    "mrpc": (71.91, 85.14, 85.16, 81.86, 90.29, 84.68),
+    "sst2": (85.17, 92.39, 91.85, 92.27, 92.20, 93.00),
+    "imdb": (85.05, 94.05, 93.85, 92.56, 93.82, 92.66),
+    "cb": (68.93, 82.49, 86.07, 89.09, 92.14, 89.81),
+    "boolq": (63.07, 74.84, 75.66, 78.76, 76.25, 79.18),
+    "mean (16 tasks)": (64.17, 75.51, 76.05, 75.80, 77.33, 77.06),
+}
+FUSION_NOT_OFFLINE = ("boolq",)
+
+MAHABADI_2021 = "Mahabadi et al. 2021, Parameter-efficient Multi-task Fine-tuning for Transformers via Shared Hypernetworks (ACL)"
+HYPER_COLUMNS = ("cola", "sst2", "mrpc", "stsb", "rte", "average (8 tasks)")
+# Table 1 (T5-base, GLUE, the paper's test split); MRPC and STS-B as the paper's two numbers (F1/accuracy, Pearson/Spearman).
+# Per method: total parameters as a multiple of T5-base, trained parameters per task (%), then the columns above.
+HYPER_TABLE1 = {
+    "st-full": ("8.0×", 100.0, (54.85, 92.19, "88.18/91.61", "89.55/89.41", 67.39, 84.67)),
+    "st-adapters": (None, 0.87, (59.49, 93.46, "88.18/91.55", "87.44/87.18", 68.84, 84.88)),
+    "mt-adapters": ("1.07×", 0.82, (61.53, 93.00, "90.15/92.91", "89.86/89.44", 70.29, 85.83)),
+    "hyperformer": ("1.54×", 6.86, (61.32, 93.80, "90.64/93.33", "89.55/89.03", 78.26, 86.58)),
+    "hyperformer++": ("1.02×", 0.29, (63.73, 94.03, "89.66/92.63", "90.00/89.66", 75.36, 86.48)),
+}
+# Table 4, T5-small, GLUE average: the full model and without each component.
+HYPER_ABLATION = {"hyperformer++": 82.47, "no adapter blocks": 68.37, "no conditional layer norm": 79.83, "no task projector": 81.56}
+# Table 3 (T5-base): few-shot transfer of Hyperformer++ against single-task adapters, by training examples k.
+HYPER_FEW_SHOT = {
+    "imdb": {"k": (4, 16, 32, 100, 500, 1000), "hyperformer++": (81.77, 84.06, 84.64, 84.74, 86.00, 86.37),
+             "st-adapters": (81.55, 82.54, 83.39, 83.35, 85.37, 86.27)},
+    "cb": {"k": (4, 16, 32, 100), "hyperformer++": (60.74, 76.29, 81.48, 87.41), "st-adapters": (51.11, 74.81, 74.81, 80.74)},
+}
+
 PUBLISHED: list[Published] = [
     *(
         Published(**_HOULSBY_TABLE1, task=task, method=method, metric=metric, value=value)
@@ -154,6 +189,12 @@ PUBLISHED: list[Published] = [
                   split="test", task=task, method=condition, metric=metric, value=value, sem=None)  # fmt: skip
         for task, (_, metric, *cells) in _DSP_ROWS.items()
         for condition, (value, _sd) in zip(DSP_CONDITIONS, cells)
+    ),
+    *(
+        Published(paper=PFEIFFER_2021, source="Table 1", backbone="BERT-base", split="dev", task=task, method=method,
+                  metric="accuracy", value=value)  # fmt: skip
+        for task, values in _FUSION_ROWS.items()
+        for method, value in zip(FUSION_COLUMNS, values)
     ),
 ]
 # Standard deviations over seeds of Table 5 (not standard errors: kept apart from `sem`).
