@@ -70,7 +70,7 @@ def test_houlsby_starts_near_identity(data_dir):
 
 
 def test_unknown_method_lists_valid_names():
-    with pytest.raises(Exception, match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, compacter, embeddings_only, encoder_only, full, houlsby, hyperformer, hyperformer\+\+, ia3, layernorm, lora, pfeiffer, prefix_tuning, prompt_tuning, top_k, unipelt"):
+    with pytest.raises(Exception, match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, compacter, embeddings_only, encoder_only, full, fusion, head_only, houlsby, hyperformer, hyperformer\+\+, ia3, layernorm, lora, pfeiffer, prefix_tuning, prompt_tuning, top_k, unipelt"):
         METHODS.get("houlsbi")
 
 
