@@ -176,6 +176,15 @@ def test_a_multitask_grid_runs_each_cell_once_under_its_own_run_id(tmp_path, dat
     assert [c.status for c in sw.plan(ROOT / "params/smoke/multitask.yaml", tmp_path).cells] == ["done"] * 4
 
 
+def test_a_cell_whose_record_appeared_meanwhile_is_not_run_again(tmp_path):
+    """An earlier cell can make a later one's run (a fusion cell trains its source adapters, which are ST-A cells)."""
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [0]}, fixed={"method": "houlsby", "adapter_size": 8})
+    p = sw.plan(grid, tmp_path / "r")
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / f"{p.cells[0].run_id}.json").write_text(json.dumps({"status": "ok"}))
+    assert [c.status for c in sw.run(p, progress=False).cells] == ["skipped"]  # would take seconds to train
+
+
 def test_checkpoints_are_ignored_by_git():
     """A sweep's in-flight checkpoints hold model and optimizer state (hundreds of MB): never committed."""
     probe = f"results/houlsby/{sw.CHECKPOINTS}/0123456789abcdef/checkpoint-10/optimizer.pt"

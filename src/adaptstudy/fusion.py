@@ -6,7 +6,7 @@ by the paper's regularisation).
 Source adapters are named by their task and the settings of the single-task run that trains them
 (`source_settings`, e.g. method `pfeiffer`, its size and learning rate). Each is trained once, when first
 needed, saved in the `adapters` format under the cache (`<cache>/adapters/<run_id>`, with a marker), and
-its run's record written beside the fusion run's records (`<results_dir>_sources`).
+its run's record written with the fusion run's records: it is also that task's single-task adapter (ST-A) run.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def ensure_sources(config, checkpoint_root: Path | None = None) -> dict[str, Pat
     results = resolve_results_dir(config.results_dir)
     folders = {}
     for task in config.fusion_sources:
-        source = source_config(task, config.source_settings, str(results.with_name(f"{results.name}_sources")))
+        source = source_config(task, config.source_settings, str(results))
         folder = source_folder(source)
         if not (folder / SOURCE_MARKER).is_file():
             checkpoints = Path(checkpoint_root) / source.run_id if checkpoint_root else None

@@ -213,6 +213,9 @@ def run(p: Plan, progress: bool = True) -> Plan:
     pretraining_results = p.results_dir if p.kind == "pretrain" else p.results_dir.with_name(f"{p.results_dir.name}_pretrain")
     todo = [c for c in p.cells if c.status == "todo"]
     for n, cell in enumerate(todo, start=1):
+        if _ok_record(p.results_dir / f"{cell.run_id}.json"):  # made meanwhile by an earlier cell (a fusion source)
+            cell.status = "done"
+            continue
         if progress:
             print(f"[{n}/{len(todo)}] {cell.run_id} {_describe(cell.config.identity())}", flush=True)
         checkpoints = p.results_dir / CHECKPOINTS / cell.run_id
