@@ -38,6 +38,7 @@ smoke: setup
 	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb /tmp/adaptstudy-smoke/06h.ipynb
 	$(PAPERMILL) notebooks/06_analysis_peft.ipynb /tmp/adaptstudy-smoke/06p.ipynb
 	$(PAPERMILL) notebooks/06_analysis_dsp.ipynb /tmp/adaptstudy-smoke/06d.ipynb
+	$(PAPERMILL) notebooks/06_analysis_across.ipynb /tmp/adaptstudy-smoke/06a.ipynb
 
 # The throughput benchmark (issue: fast training); --quick takes a few minutes.
 benchmark: setup
@@ -73,6 +74,7 @@ book: setup
 	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb book/generated/06_analysis_houlsby.ipynb
 	$(PAPERMILL) notebooks/06_analysis_peft.ipynb book/generated/06_analysis_peft.ipynb
 	$(PAPERMILL) notebooks/06_analysis_dsp.ipynb book/generated/06_analysis_dsp.ipynb
+	$(PAPERMILL) notebooks/06_analysis_across.ipynb book/generated/06_analysis_across.ipynb
 	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb book/generated/06_analysis_efficiency.ipynb
 	$(BIN)/jupyter-book build book --quiet
 	@echo "report: book/_build/html/index.html"

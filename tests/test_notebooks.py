@@ -177,3 +177,10 @@ def test_dsp_smoke_grid_runs_each_pretraining_once_and_the_chapter_reads_every_c
     nb = run("06_analysis_dsp.ipynb", tmp_path / "d.ipynb", results_dir=str(tmp_path))
     html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
     assert "± 0.0 (1)" in html and "68.7 (1.8)" in html  # ours (one seed) beside the paper's helpfulness DAPT+TAPT
+
+
+def test_across_chapter_renders_the_papers_numbers_without_records(tmp_path):
+    nb = run("06_analysis_across.ipynb", tmp_path / "a.ipynb", results_dir=str(tmp_path / "none"))
+    html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
+    assert "76.82" in html and "63.73" in html and "81.77" in html  # fusion RTE, Hyperformer++ CoLA, IMDb k=4
+    assert "not run offline" in html  # BoolQ

@@ -174,6 +174,11 @@ def test_a_multitask_grid_runs_each_cell_once_under_its_own_run_id(tmp_path, dat
         ("mrpc", "houlsby"), ("rte", "houlsby"), ("rte+mrpc", "houlsby"), ("rte+mrpc", "hyperformer++")]
     assert all(r["config"]["tasks"] == r["task"].split("+") for r in saved.values())
     assert [c.status for c in sw.plan(ROOT / "params/smoke/multitask.yaml", tmp_path).cells] == ["done"] * 4
+    from adaptstudy import across_report as ar
+    from adaptstudy.results import read_records
+
+    rows = ar.hyper_runs(read_records(tmp_path)).set_index("label")
+    assert sorted(rows.index) == ["hyperformer++", "mt-adapters", "st-adapters", "st-adapters"]
 
 
 def test_a_cell_whose_record_appeared_meanwhile_is_not_run_again(tmp_path):

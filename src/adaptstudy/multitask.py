@@ -402,6 +402,7 @@ def train_multitask(config: MultiTaskConfig | Mapping[str, Any], write: bool = T
         validation_metrics={f"{t}/{m}": v for t, scores in best["validation"].items() for m, v in scores.items()},
         main_metric="mean over tasks",
         main_metric_value=best["test_mean"],
+        validation_mean=best["validation_mean"],
         selected_epoch=best["epoch"],
         **counts,
         trainable_params_per_task=counts["trainable_params"] / len(config.tasks),

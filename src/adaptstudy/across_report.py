@@ -1,0 +1,287 @@
+"""The "across tasks" chapter: AdapterFusion (study `fusion`) and Hyperformer (study `hyperformer`).
+
+Fusion records are single-task fine-tuning records (methods head_only, full, pfeiffer = ST-A, fusion). Hyperformer
+records are multi-task records (`tasks`, per-task test scores under `task/metric`); a single-task baseline is a
+multi-task record with one task. In both, a method's learning rate is chosen on seed 0 by validation score where a
+grid tried several; every table then reports mean ± sd over seeds at that rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from adaptstudy.published import (
+    FUSION_COLUMNS,
+    FUSION_NOT_OFFLINE,
+    HYPER_ABLATION,
+    HYPER_COLUMNS,
+    HYPER_FEW_SHOT,
+    HYPER_TABLE1,
+    PFEIFFER_2021,
+    published_frame,
+)
+from adaptstudy.report import verdict
+
+FUSION_TARGETS = ("rte", "mrpc", "sst2", "imdb", "cb")
+FUSION_LABEL = {"head_only": "head_only", "full": "full", "pfeiffer": "st-a", "fusion": "fusion-st-a"}
+GLUE5 = ("cola", "sst2", "mrpc", "stsb", "rte")
+MAIN_CAP = 1000  # training examples per task in the Hyperformer main table (other caps: the low-resource plot)
+
+
+def _mean_sd(values: list[float]) -> str:
+    if not values:
+        return "–"
+    sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    return f"{np.mean(values):.1f} ± {sd:.1f} ({len(values)})"
+
+
+# ---------------------------------------------------------------- AdapterFusion
+
+
+def fusion_runs(records: list[dict]) -> pd.DataFrame:
+    """One row per fusion-study run on a target task: column label, seed, dev score. CB's source adapter (trained
+    like every source, 3 epochs) is not its ST-A cell (20 epochs, as CB's other columns)."""
+    rows = [
+        {"task": r["task"], "label": FUSION_LABEL[r["method"]], "seed": r["seed"], "score": r["main_metric_value"],
+         "trainable_params": r["trainable_params"], "backbone_params": r["backbone_params"]}  # fmt: skip
+        for r in records
+        if r["task"] in FUSION_TARGETS and r["method"] in FUSION_LABEL
+        and (r["task"] != "cb" or r["config"].get("num_train_epochs", 0) > 3 or r["method"] == "fusion")
+    ]
+    return pd.DataFrame(rows, columns=["task", "label", "seed", "score", "trainable_params", "backbone_params"])
+
+
+def fusion_table(records: list[dict]) -> pd.DataFrame:
+    """The paper's Table 1 for our targets: ours (mean ± sd over seeds) beside the published row."""
+    runs = fusion_runs(records)
+    published = published_frame(PFEIFFER_2021).pivot(index="task", columns="method", values="value")
+    rows = []
+    for task in (*FUSION_TARGETS, *FUSION_NOT_OFFLINE):
+        ours = runs[runs["task"] == task]
+        row = {"task": task, "source": "ours (minilm-l6, dev)"}
+        for label in FUSION_COLUMNS:
+            scores = ours.loc[ours["label"] == label, "score"].tolist()
+            row[label] = "not run offline" if task in FUSION_NOT_OFFLINE else ("not run (budget)" if label.endswith("mt-a") else _mean_sd(scores))
+        rows.append(row)
+        rows.append({"task": task, "source": "published (BERT-base, dev)", **{c: f"{published.loc[task, c]:.2f}" for c in FUSION_COLUMNS}})
+    return pd.DataFrame(rows)
+
+
+def fusion_attention(records: list[dict]) -> pd.DataFrame:
+    """Rows target tasks, columns source adapters: the mean softmax weight in the last layer over the dev set,
+    averaged over seeds (the paper's Figure 4)."""
+    rows = {}
+    for task in FUSION_TARGETS:
+        weights = [r["fusion_attention"] for r in records if r["task"] == task and r.get("fusion_attention")]
+        if weights:
+            rows[task] = pd.DataFrame(weights).mean()
+    return pd.DataFrame(rows).T
+
+
+def plot_fusion_attention(matrix: pd.DataFrame):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if matrix.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(1 + 0.6 * matrix.shape[1], 1 + 0.5 * matrix.shape[0]))
+    sns.heatmap(matrix, annot=True, fmt=".2f", cmap="viridis", ax=ax, cbar_kws={"label": "mean attention"})
+    ax.set(xlabel="source adapter", ylabel="target task")
+    plt.tight_layout()
+    return ax
+
+
+# ---------------------------------------------------------------- Hyperformer
+
+
+def hyper_label(record: dict) -> str:
+    """The row a multi-task record belongs to: st-full, st-adapters, mt-full, mt-adapters, hyperformer(++),
+    an ablation, or few-shot transfer."""
+    config, method = record["config"], record["method"]
+    if config.get("transfer_from"):
+        return f"{method} transfer"
+    if len(config["tasks"]) == 1:
+        return {"full": "st-full", "houlsby": "st-adapters"}.get(method, f"st-{method}")
+    if method == "layernorm":
+        return "no adapter blocks"
+    if not config.get("conditional_layer_norm", True):
+        return "no conditional layer norm"
+    if not config.get("task_projector", True):
+        return "no task projector"
+    return {"full": "mt-full", "houlsby": "mt-adapters"}.get(method, method)
+
+
+def hyper_runs(records: list[dict]) -> pd.DataFrame:
+    rows = []
+    for r in records:
+        if "tasks" not in r:
+            continue
+        rows.append({"label": hyper_label(r), "tasks": tuple(r["tasks"]), "seed": r["seed"], "cap": r["config"]["max_train_examples"],
+                     "learning_rate": r["config"]["learning_rate"], "validation": r.get("validation_mean", np.nan),
+                     "scores": r["metrics"], "trainable_params": r["trainable_params"], "total_params": r["total_params"],
+                     "backbone_params": r["backbone_params"], "train_runtime_s": r["train_runtime_s"]})  # fmt: skip
+    return pd.DataFrame(rows, columns=["label", "tasks", "seed", "cap", "learning_rate", "validation", "scores",
+                                       "trainable_params", "total_params", "backbone_params", "train_runtime_s"])  # fmt: skip
+
+
+def _at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (label, tasks, cap): the runs at the rate whose seed-0 run scored best on validation."""
+    keep = []
+    for _, group in runs.groupby(["label", "tasks", "cap"], sort=False):
+        selection = group[group["seed"] == 0]
+        rate = (selection if not selection.empty else group).sort_values("validation", ascending=False)["learning_rate"].iloc[0]
+        keep.append(group[np.isclose(group["learning_rate"], rate)])
+    return pd.concat(keep) if keep else runs
+
+
+def _task_scores(runs: pd.DataFrame) -> dict[str, dict[str, list[float]]]:
+    """label -> task -> test scores (the task's main metric) over seeds."""
+    from adaptstudy.data import resolve_task
+
+    out: dict[str, dict[str, list[float]]] = {}
+    for _, run in runs.iterrows():
+        for task in run["tasks"]:
+            value = run["scores"].get(f"{task}/{resolve_task(task).main_metric}")
+            if value is not None:
+                out.setdefault(run["label"], {}).setdefault(task, []).append(value)
+    return out
+
+
+def _params(runs: pd.DataFrame, label: str, n_tasks: int) -> tuple[str, str]:
+    """(total parameters for all the tasks as a multiple of the backbone, trained parameters per task in %)."""
+    group = runs[runs["label"] == label]
+    if group.empty:
+        return "–", "–"
+    backbone = group["backbone_params"].iloc[0]
+    if label.startswith("st-"):
+        per_task = group.groupby("tasks")["trainable_params"].mean()
+        extra = per_task.sum() if label != "st-full" else n_tasks * backbone
+        total = (backbone + extra) if label != "st-full" else extra
+        return f"{total / backbone:.2f}×", f"{100 * per_task.mean() / backbone:.2f}%"
+    run = group.iloc[0]
+    return f"{run['total_params'] / backbone:.2f}×", f"{100 * run['trainable_params'] / len(run['tasks']) / backbone:.2f}%"
+
+
+HYPER_ROWS = ("st-full", "st-adapters", "mt-full", "mt-adapters", "hyperformer", "hyperformer++")
+
+
+def hyper_table(records: list[dict]) -> pd.DataFrame:
+    """The paper's Table 1 on our five tasks: ours (test half of dev, mean ± sd over seeds) beside the published row."""
+    runs = hyper_runs(records)
+    runs = _at_chosen_rates(runs[runs["cap"] == MAIN_CAP]) if not runs.empty else runs
+    scores = _task_scores(runs)
+    rows = []
+    for label in HYPER_ROWS:
+        total, per_task = _params(runs, label, len(GLUE5))
+        cells = {task: _mean_sd(scores.get(label, {}).get(task, [])) for task in GLUE5}
+        means = [np.mean(v) for t, v in scores.get(label, {}).items() if t in GLUE5]
+        complete = len(means) == len(GLUE5)
+        rows.append({"source": "ours (minilm-l6)", "method": label, "total params": total, "trained/task": per_task, **cells,
+                     "average": f"{np.mean(means):.1f}" if complete else "–"})  # fmt: skip
+    for label, (total, per_task, values) in HYPER_TABLE1.items():
+        rows.append({"source": "published (T5-base)", "method": label, "total params": total or "–",
+                     "trained/task": f"{per_task:.2f}%", **dict(zip(GLUE5, values[:5])), "average": values[5]})  # fmt: skip
+    return pd.DataFrame(rows).rename(columns={"average": HYPER_COLUMNS[-1]})
+
+
+def ablation_table(records: list[dict]) -> pd.DataFrame:
+    """Hyperformer++ against itself without each component: our mean test score over the five tasks (seed 0
+    where only seed 0 ran), beside the paper's GLUE average (T5-small)."""
+    runs = hyper_runs(records)
+    runs = _at_chosen_rates(runs[(runs["cap"] == MAIN_CAP) & (runs["tasks"].apply(len) > 1)]) if not runs.empty else runs
+    scores = _task_scores(runs)
+    rows = []
+    for label, published in HYPER_ABLATION.items():
+        per_task = scores.get(label, {})
+        mean = np.mean([np.mean(v) for v in per_task.values()]) if len(per_task) == len(GLUE5) else np.nan
+        rows.append({"model": label, "ours: mean test score": mean, "published: GLUE average (T5-small)": published})
+    return pd.DataFrame(rows)
+
+
+def low_resource(records: list[dict]) -> pd.DataFrame:
+    """Mean test score over the tasks per training cap, for each method run at several caps (the paper's Figure 2)."""
+    runs = hyper_runs(records)
+    if runs.empty:
+        return pd.DataFrame(columns=["label", "cap", "mean test score"])
+    rows = []
+    for (label, cap), group in runs.groupby(["label", "cap"]):
+        scores = _task_scores(group)[label]
+        if set(scores) >= set(GLUE5):
+            rows.append({"label": label, "cap": cap, "mean test score": np.mean([np.mean(scores[t]) for t in GLUE5])})
+    frame = pd.DataFrame(rows, columns=["label", "cap", "mean test score"])
+    several = frame.groupby("label")["cap"].nunique()
+    return frame[frame["label"].isin(several[several > 1].index)]
+
+
+def plot_low_resource(frame: pd.DataFrame):
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    if frame.empty:
+        return None
+    ax = sns.lineplot(data=frame, x="cap", y="mean test score", hue="label", marker="o")
+    ax.set(xscale="log", xlabel="training examples per task (log scale)", ylabel="mean test score over the 5 tasks")
+    plt.tight_layout()
+    return ax
+
+
+def few_shot(records: list[dict]) -> pd.DataFrame:
+    """Few-shot transfer to a new task: ours (Hyperformer++ task embedding, single-task adapters) per k beside
+    the paper's Table 3."""
+    rows = []
+    for r in records:
+        if "tasks" not in r or len(r["tasks"]) != 1 or r["tasks"][0] not in HYPER_FEW_SHOT:
+            continue
+        label = hyper_label(r)
+        if label in ("hyperformer++ transfer", "st-adapters"):
+            rows.append({"task": r["tasks"][0], "k": r["config"]["max_train_examples"], "label": label, "score": r["main_metric_value"]})
+    ours = pd.DataFrame(rows, columns=["task", "k", "label", "score"])
+    out = []
+    for task, published in HYPER_FEW_SHOT.items():
+        for i, k in enumerate(published["k"]):
+            row = {"task": task, "k": k}
+            for label, column in (("hyperformer++ transfer", "hyperformer++"), ("st-adapters", "st-adapters")):
+                hits = ours[(ours["task"] == task) & (ours["k"] == k) & (ours["label"] == label)]["score"].tolist()
+                row[f"ours {column}"] = _mean_sd(hits)
+                row[f"published {column}"] = published[column][i]
+            out.append(row)
+    return pd.DataFrame(out)
+
+
+def claims(fusion_records: list[dict], hyper_records: list[dict]) -> pd.DataFrame:
+    """The chapter's claims, each with our numbers and a verdict (records of studies fusion and hyperformer)."""
+    fusion = fusion_runs(fusion_records)
+    means = fusion.groupby(["task", "label"])["score"].mean().unstack() if not fusion.empty else pd.DataFrame()
+    rows: list[dict[str, Any]] = []
+
+    def gain(a: str, b: str) -> dict[str, float]:
+        if means.empty or a not in means or b not in means:
+            return {}
+        return (means[a] - means[b]).dropna().to_dict()
+
+    over_sta = gain("fusion-st-a", "st-a")
+    small = [t for t in ("rte", "mrpc", "cb") if t in over_sta]
+    rows.append({
+        "claim": "Fusion with single-task adapters beats the single-task adapter, most on small targets (RTE, MRPC, CB)",
+        "ours": "; ".join(f"{t}: {v:+.1f}" for t, v in over_sta.items()) or "–",
+        "verdict": verdict(None if not over_sta else all(v > 0 for v in over_sta.values()),
+                           partly=bool(small) and all(over_sta[t] > 0 for t in small)),
+    })  # fmt: skip
+    table = hyper_table(hyper_records).set_index("method")
+    ours = table[table["source"] == "ours (minilm-l6)"]["average (8 tasks)"]
+
+    def avg(label: str) -> float | None:
+        value = ours.get(label, "–")
+        return None if value in ("–", None) else float(value)
+
+    for label, rival, claim in (
+        ("hyperformer++", "st-adapters", "Hyperformer++ beats single-task adapters while training fewer parameters per task"),
+        ("hyperformer", "mt-adapters", "Hyperformer beats one adapter shared by the tasks"),
+    ):
+        a, b = avg(label), avg(rival)
+        rows.append({"claim": claim, "ours": "–" if a is None or b is None else f"{label} {a:.1f} vs {rival} {b:.1f}",
+                     "verdict": verdict(None if a is None or b is None else a > b)})  # fmt: skip
+    return pd.DataFrame(rows)

@@ -1,0 +1,81 @@
+"""The across-tasks chapter's aggregation: fusion table and heatmap, Hyperformer rows, ablation, low resource,
+few-shot, verdicts (records shaped as our runs write them)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from adaptstudy import across_report as ar
+
+BACKBONE = 22_713_216
+
+
+def _fusion(task, method, seed, score, epochs=3, attention=None):
+    record = {"task": task, "method": method, "seed": seed, "main_metric_value": score, "trainable_params": 1000,
+              "backbone_params": BACKBONE, "config": {"num_train_epochs": epochs}}  # fmt: skip
+    if attention:
+        record["fusion_attention"] = attention
+    return record
+
+
+def _multi(tasks, method, seed, scores, cap=1000, lr=1e-3, validation=50.0, trainable=1_000_000, **config):
+    metric = {"cola": "mcc", "sst2": "accuracy", "mrpc": "f1", "stsb": "spearman", "rte": "accuracy", "imdb": "accuracy", "cb": "accuracy"}
+    return {"tasks": list(tasks), "method": method, "seed": seed, "validation_mean": validation,
+            "metrics": {f"{t}/{metric[t]}": s for t, s in zip(tasks, scores)}, "main_metric_value": float(np.mean(scores)),
+            "trainable_params": trainable, "total_params": BACKBONE + trainable, "backbone_params": BACKBONE,
+            "train_runtime_s": 1.0, "config": {"tasks": list(tasks), "max_train_examples": cap, "learning_rate": lr, **config}}  # fmt: skip
+
+
+def test_fusion_table_reports_each_column_over_seeds_beside_the_paper():
+    records = [_fusion("rte", m, s, v + s) for m, v in (("head_only", 55), ("full", 60), ("pfeiffer", 58), ("fusion", 62)) for s in range(3)]
+    records.append(_fusion("cb", "pfeiffer", 0, 40.0))  # CB's source adapter (3 epochs): not its ST-A cell
+    table = ar.fusion_table(records).set_index(["task", "source"])
+    assert table.loc[("rte", "ours (minilm-l6, dev)"), "fusion-st-a"] == "63.0 ± 1.0 (3)"
+    assert table.loc[("rte", "published (BERT-base, dev)"), "fusion-st-a"] == "76.82"
+    assert table.loc[("cb", "ours (minilm-l6, dev)"), "st-a"] == "–"
+    assert table.loc[("boolq", "ours (minilm-l6, dev)"), "full"] == "not run offline"
+    verdicts = ar.claims(records, []).set_index("claim")["verdict"]
+    assert verdicts.iloc[0] == "holds"  # fusion 63 > ST-A 59 on the one target run
+
+
+def test_fusion_attention_averages_seeds_per_target():
+    records = [_fusion("rte", "fusion", 0, 60, attention={"rte": 0.6, "mrpc": 0.4}),
+               _fusion("rte", "fusion", 1, 60, attention={"rte": 0.8, "mrpc": 0.2})]  # fmt: skip
+    matrix = ar.fusion_attention(records)
+    assert matrix.loc["rte", "rte"] == pytest.approx(0.7) and matrix.loc["rte", "mrpc"] == pytest.approx(0.3)
+
+
+def test_hyperformer_rows_use_the_rate_chosen_on_seed_0_and_count_parameters_per_task():
+    glue = ar.GLUE5
+    records = [_multi([t], "houlsby", s, [70.0 + s], trainable=100_000) for t in glue for s in range(3)]
+    for lr, offset, validation in ((3e-4, 0.0, 60.0), (1e-3, 10.0, 70.0)):
+        records.append(_multi(glue, "hyperformer++", 0, [80.0 + offset] * 5, lr=lr, validation=validation, trainable=500_000))
+    records.append(_multi(glue, "hyperformer++", 1, [92.0] * 5, lr=1e-3, trainable=500_000))
+    table = ar.hyper_table(records).set_index(["source", "method"])
+    ours = table.loc["ours (minilm-l6)"]
+    assert ours.loc["hyperformer++", "cola"] == "91.0 ± 1.4 (2)"  # 1e-3 chosen: seeds 0 and 1 at 90, 92
+    assert ours.loc["hyperformer++", "trained/task"] == f"{100 * 500_000 / 5 / BACKBONE:.2f}%"
+    assert ours.loc["st-adapters", "total params"] == f"{(BACKBONE + 5 * 100_000) / BACKBONE:.2f}×"
+    assert ours.loc["st-adapters", "average (8 tasks)"] == "71.0"
+    assert table.loc[("published (T5-base)", "hyperformer++"), "cola"] == 63.73
+    verdicts = ar.claims([], records).set_index("claim")["verdict"]
+    assert verdicts.iloc[0] == "not run yet"
+    assert verdicts["Hyperformer++ beats single-task adapters while training fewer parameters per task"] == "holds"
+
+
+def test_ablations_low_resource_and_few_shot_are_read_off_their_settings():
+    glue = ar.GLUE5
+    records = [_multi(glue, "hyperformer++", 0, [80.0] * 5), _multi(glue, "layernorm", 0, [60.0] * 5),
+               _multi(glue, "hyperformer++", 0, [75.0] * 5, conditional_layer_norm=False),
+               _multi(glue, "hyperformer++", 0, [70.0] * 5, cap=100),
+               _multi(["imdb"], "hyperformer++", 0, [77.0], cap=4, transfer_from={"tasks": list(glue)}),
+               _multi(["imdb"], "houlsby", 0, [70.0], cap=4)]  # fmt: skip
+    ablation = ar.ablation_table(records).set_index("model")["ours: mean test score"]
+    assert ablation["hyperformer++"] == 80.0 and ablation["no adapter blocks"] == 60.0
+    assert ablation["no conditional layer norm"] == 75.0 and np.isnan(ablation["no task projector"])
+    curve = ar.low_resource(records)
+    assert curve[curve["label"] == "hyperformer++"].set_index("cap")["mean test score"].to_dict() == {100: 70.0, 1000: 80.0}
+    shots = ar.few_shot(records).set_index(["task", "k"])
+    assert shots.loc[("imdb", 4), "ours hyperformer++"] == "77.0 ± 0.0 (1)"
+    assert shots.loc[("imdb", 4), "published hyperformer++"] == 81.77
+    assert isinstance(ar.few_shot([]), pd.DataFrame)
