@@ -54,7 +54,8 @@ def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def method_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Every method at its chosen rate, per backbone and setting (full training cap): accuracy and costs."""
+    """Every method at its chosen rate, per backbone and setting (full training cap): accuracy and costs. Seconds
+    are the median over seeds: a run slowed by other work sharing the machine does not move it."""
     chosen = at_chosen_rates(runs)
     chosen = chosen[chosen["fraction"] == 1.0]
     if chosen.empty:
@@ -63,7 +64,7 @@ def method_table(runs: pd.DataFrame) -> pd.DataFrame:
     table = chosen.groupby(["backbone", "setting", "method"]).agg(
         accuracy=("main_metric_value", "mean"), sd=("main_metric_value", "std"), seeds=("seed", "nunique"),
         trainable=("trainable_params", "first"), trained_pct=("trained_pct", "first"),
-        train_s=("train_runtime_s", "mean"), epoch_s=("epoch_s", "mean"), peak_mb=("peak_rss_mb", "max"),
+        train_s=("train_runtime_s", "median"), epoch_s=("epoch_s", "median"), peak_mb=("peak_rss_mb", "max"),
         train_examples=("train_examples", "first"), learning_rate=("config.learning_rate", "first"),
     )  # fmt: skip
     return table.reset_index().sort_values(["backbone", "setting", "accuracy"], ascending=[True, True, False], ignore_index=True)
