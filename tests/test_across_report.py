@@ -79,3 +79,13 @@ def test_ablations_low_resource_and_few_shot_are_read_off_their_settings():
     assert shots.loc[("imdb", 4), "ours hyperformer++"] == "77.0 ± 0.0 (1)"
     assert shots.loc[("imdb", 4), "published hyperformer++"] == 81.77
     assert isinstance(ar.few_shot([]), pd.DataFrame)
+
+
+def test_costs_count_every_run_of_both_studies():
+    fusion = [{**_fusion("rte", "fusion", s, 60), "train_runtime_s": 10.0, "eval_runtime_s": 2.0, "train_examples_per_s": 5.0,
+               "peak_rss_mb": 900.0} for s in range(2)]  # fmt: skip
+    hyper = [{**_multi(ar.GLUE5, "hyperformer++", 0, [80.0] * 5), "eval_runtime_s": 3.0, "train_examples_per_s": 7.0, "peak_rss_mb": 1000.0}]
+    spent = ar.cost_runs(fusion, hyper)
+    table = ar.costs(spent).set_index(["study", "method"])
+    assert table.loc[("fusion", "fusion"), "runs"] == 2 and table.loc[("fusion", "fusion"), "train_s"] == 20.0
+    assert table.loc[("hyperformer", "hyperformer++"), "examples_per_s"] == 7.0

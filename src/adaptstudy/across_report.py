@@ -251,6 +251,25 @@ def few_shot(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def cost_runs(fusion_records: list[dict], hyper_records: list[dict]) -> pd.DataFrame:
+    """One row per run of either study: its label, training and evaluation seconds, examples per second, peak memory."""
+    rows = []
+    for study, records in (("fusion", fusion_records), ("hyperformer", hyper_records)):
+        for r in records:
+            rows.append({"study": study, "method": hyper_label(r) if "tasks" in r else r["method"],
+                         "train_runtime_s": r["train_runtime_s"], "eval_runtime_s": r.get("eval_runtime_s", 0.0),
+                         "examples/s": r["train_examples_per_s"], "peak MB": r["peak_rss_mb"]})  # fmt: skip
+    return pd.DataFrame(rows, columns=["study", "method", "train_runtime_s", "eval_runtime_s", "examples/s", "peak MB"])
+
+
+def costs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per study and method (rows of `cost_runs`): runs, seconds in all, median examples per second, peak memory."""
+    return runs.groupby(["study", "method"]).agg(
+        runs=("train_runtime_s", "size"), train_s=("train_runtime_s", "sum"), eval_s=("eval_runtime_s", "sum"),
+        examples_per_s=("examples/s", "median"), peak_mb=("peak MB", "max"),
+    ).reset_index()  # fmt: skip
+
+
 def claims(fusion_records: list[dict], hyper_records: list[dict]) -> pd.DataFrame:
     """The chapter's claims, each with our numbers and a verdict (records of studies fusion and hyperformer)."""
     fusion = fusion_runs(fusion_records)

@@ -365,16 +365,6 @@ def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index().sort_values(["task", "train s (sum)"], ascending=[True, False])
 
 
-def study_cost(runs: pd.DataFrame) -> str:
-    """One sentence: how many runs, and the training and evaluation hours they took on this machine."""
-    if runs.empty:
-        return "No runs yet."
-    train_h = runs["train_runtime_s"].sum() / 3600
-    eval_h = runs["eval_runtime_s"].sum() / 3600 if "eval_runtime_s" in runs else 0.0
-    return (f"{len(runs)} runs: {train_h:.2f} h of training and {eval_h:.2f} h of evaluation "
-            f"({train_h + eval_h:.2f} h on 2 CPU cores against the chapter's budget of about 3 h; model loading not counted).")  # fmt: skip
-
-
 def plot_init(frame: pd.DataFrame):
     import seaborn as sns
 

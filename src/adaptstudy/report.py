@@ -136,6 +136,17 @@ def scale_note(runs: pd.DataFrame) -> str:
     )
 
 
+def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
+    """One sentence: how many runs, and the training and evaluation hours they took on this machine, against the
+    chapter's budget."""
+    if runs.empty:
+        return "No runs yet."
+    train_h = runs["train_runtime_s"].sum() / 3600
+    eval_h = runs["eval_runtime_s"].sum() / 3600 if "eval_runtime_s" in runs else 0.0
+    return (f"{len(runs)} runs: {train_h:.2f} h of training and {eval_h:.2f} h of evaluation ({train_h + eval_h:.2f} h on "
+            f"2 CPU cores against the chapter's budget of about {budget_h:g} h; model loading not counted).")  # fmt: skip
+
+
 def _span(values: pd.Series) -> str:
     low, high = values.min(), values.max()
     return f"{low:g}" if low == high else f"{low:g}–{high:g}"
