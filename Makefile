@@ -10,7 +10,7 @@ export ADAPTSTUDY_DATA
 PAPERMILL := $(BIN)/papermill --log-level WARNING
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test smoke book benchmark reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp clean
+.PHONY: setup test smoke book benchmark reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across clean
 
 setup: $(STAMP)
 
@@ -58,6 +58,11 @@ reproduce-peft: setup
 # The Don't Stop Pretraining chapter at CPU scale (about 5 hours, resumable): its pretraining runs first, once each.
 reproduce-dsp: setup
 	$(BIN)/python -m adaptstudy.sweep params/cpu/dsp.yaml
+
+# The across-tasks chapter at CPU scale (resumable): the Hyperformer learning rates first, then its comparison
+# grid, then AdapterFusion (which trains its source adapters first, once each).
+reproduce-across: setup
+	for g in params/cpu/hyperformer_lr.yaml params/cpu/hyperformer.yaml params/cpu/fusion.yaml; do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
 
 # The committed foundation runs (about an hour on 2 CPU cores); a finished run is not redone.
 FOUNDATION := $(wildcard params/cpu/finetune_*.yaml)
