@@ -88,7 +88,7 @@ def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, t
     tiny = {"max_eval_examples": 16, "max_seq_length": 48, "batch_size": 8, "num_train_epochs": 1}
     source = {"tasks": ["rte", "mrpc"], "method": "hyperformer++", "max_train_examples": 16, **tiny}
     config = MultiTaskConfig(tasks=("cb",), method="hyperformer++", max_train_examples=8, transfer_from=source,
-                             results_dir=str(tmp_path / "results"), **tiny)  # fmt: skip
+                             results_dir=str(tmp_path / "results"), **{**tiny, "num_train_epochs": 3, "eval_every_epochs": 2})  # fmt: skip
     record = train_multitask(config)  # trains and saves the source first
     assert [p.name for p in (tmp_path / "results_sources").glob("*.json")] == [f"{MultiTaskConfig(**source).run_id}.json"]
     saved = MultiTaskConfig(**source).artifact_dir()
@@ -98,5 +98,6 @@ def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, t
     assert trained == ["bert.hypernetworks.task_embeddings.cb", "heads.cb.bias", "heads.cb.weight"]
     assert record["trainable_params"] == 64 + 3 * 384 + 3  # task embedding, CB's 3-way head
     assert record["train_examples"] == {"cb": 8}
+    assert [row["epoch"] for row in record["history"]] == [2.0, 3.0]  # every 2 epochs, and after the last
     with pytest.raises(ConfigError, match="transfer is to new tasks"):
         validate(MultiTaskConfig, {"tasks": ["rte"], "method": "hyperformer++", "transfer_from": source})

@@ -133,6 +133,8 @@ class MultiTaskConfig(BaseModel):
     max_seq_length: int = Field(128, ge=8, le=4096)
     batch_size: int = Field(32, ge=1)
     temperature: float = Field(10.0, ge=1.0, description="task sampling: p_t ∝ n_t^(1/T)")
+    eval_every_epochs: int = Field(1, ge=1, description="score validation and test every this many epochs (and after the "
+                                                        "last): few-shot runs take many short epochs")
     adapter_size: int | None = Field(None, ge=1, description="adapter methods: bottleneck width (None: the method's default)")
     conditional_layer_norm: bool = Field(True, description="hyperformer: a generated layer norm inside each adapter")
     task_projector: bool = Field(True, description="hyperformer: the task embedding goes through the projector MLP")
@@ -359,6 +361,9 @@ def train_multitask(config: MultiTaskConfig | Mapping[str, Any], write: bool = T
 
     class _ScoreEachEpoch(TrainerCallback):
         def on_epoch_end(self, args, state, control, **kwargs):
+            epoch = round(state.epoch)
+            if epoch % config.eval_every_epochs and epoch < math.ceil(config.num_train_epochs):
+                return
             start = time.perf_counter()
             model.eval()
             row = {"epoch": round(state.epoch, 4), "step": state.global_step,
