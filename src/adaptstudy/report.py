@@ -147,6 +147,13 @@ def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
             f"2 CPU cores against the chapter's budget of about {budget_h:g} h; model loading not counted).")  # fmt: skip
 
 
+def method_descriptions(methods) -> pd.DataFrame:
+    """What each method trains, from the methods registry: the configs a chapter must state."""
+    from adaptstudy.methods import METHODS
+
+    return pd.DataFrame([(m, METHODS.get(m).description) for m in methods], columns=["method", "what trains"])
+
+
 def _span(values: pd.Series) -> str:
     low, high = values.min(), values.max()
     return f"{low:g}" if low == high else f"{low:g}–{high:g}"
