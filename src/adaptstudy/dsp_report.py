@@ -78,26 +78,36 @@ def label_runs(runs: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
     return pd.concat([runs, cols], axis=1)
 
 
-def main_table(runs: pd.DataFrame, adaptation_kind: str = "full model") -> pd.DataFrame:
-    """The paper's Table 5 with ours beside it: per task and condition, ours mean ± sd (seeds) and published mean (sd)."""
-    ours = runs[(runs["adaptation"] == adaptation_kind) & runs["condition"].notna() & (runs["corpus_fraction"].fillna(1.0) == 1.0)]
-    stats = ours.groupby(["task", "condition"])["main_metric_value"].agg(["mean", "std", "count"])
+def main_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Table 5 with ours beside it: per task a row of the paper's mean (sd), then one row per fine-tuned
+    family and adaptation of ours (mean ± sd (seeds)); an adapter variant's baseline is its family's baseline."""
+    ours = runs[runs["condition"].notna() & (runs["corpus_fraction"].fillna(1.0) == 1.0)]
     published = published_frame(GURURANGAN_2020).set_index(["task", "method"])["value"]
     rows = []
     for task in DSP_DOMAINS:
-        row = {"task": task, "domain": DSP_DOMAINS[task]}
-        for c in DSP_CONDITIONS:
-            sd = DSP_STD.get((task, c))
-            row[f"{c} (paper)"] = f"{published[(task, c)]:.1f}" + (f" ({sd:.1f})" if sd is not None else "")
-            if task in DSP_NOT_OFFLINE:
-                row[f"{c} (ours)"] = "not run offline"
-            elif (task, c) in stats.index:
-                m = stats.loc[(task, c)]
-                row[f"{c} (ours)"] = f"{m['mean']:.1f} ± {0 if pd.isna(m['std']) else m['std']:.1f} ({int(m['count'])})"
-            else:
-                row[f"{c} (ours)"] = "–"
-        rows.append(row)
-    return pd.DataFrame(rows)
+        paper = {c: f"{published[(task, c)]:.1f}" + (f" ({DSP_STD[(task, c)]:.1f})" if (task, c) in DSP_STD else "") for c in DSP_CONDITIONS}
+        rows.append({"task": task, "domain": DSP_DOMAINS[task], "model": "paper: RoBERTa-base", **paper})
+        if task in DSP_NOT_OFFLINE:
+            rows.append({"task": task, "domain": DSP_DOMAINS[task], "model": "ours", **dict.fromkeys(DSP_CONDITIONS, "not run offline")})
+            continue
+        mine = ours[ours["task"] == task]
+        for family in sorted(mine["family"].unique(), key=lambda f: (f != "full model", f)):
+            in_family = mine[mine["family"] == family]
+            base = in_family[(in_family["adaptation"] == family) & (in_family["condition"] == "baseline")]
+            for variant in sorted(set(in_family["adaptation"]) - {family}) or [family]:
+                # a pretrained adapter variant is shown beside its family's plain baseline
+                cells = in_family[in_family["adaptation"] == variant]
+                if variant != family:
+                    cells = pd.concat([base, cells])
+                rows.append({"task": task, "domain": DSP_DOMAINS[task], "model": f"ours: {variant}",
+                             **{c: _mean_sd(cells.loc[cells["condition"] == c, "main_metric_value"]) for c in DSP_CONDITIONS}})  # fmt: skip
+    return pd.DataFrame(rows, columns=["task", "domain", "model", *DSP_CONDITIONS])
+
+
+def _mean_sd(values: pd.Series) -> str:
+    if values.empty:
+        return "–"
+    return f"{values.mean():.1f} ± {0 if len(values) < 2 else values.std():.1f} ({len(values)})"
 
 
 def gains(runs: pd.DataFrame) -> pd.DataFrame:
