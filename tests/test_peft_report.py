@@ -53,6 +53,13 @@ def test_rates_are_chosen_per_backbone_and_method_on_seed_0(chapter):
     assert chosen == {"full": 5e-5, "bitfit": 3e-3, "prompt_tuning": 3e-2, "lora": 1e-3, "encoder_only": 5e-5}
 
 
+def test_the_note_names_methods_whose_best_rate_is_at_the_grid_edge(chapter):
+    runs, _ = chapter
+    note = pr.rate_edge_note(runs)
+    assert "the largest rate tried won for bitfit, full:" in note  # lora, prompt tuning: one rate each, no edge
+    assert "smallest" not in note and "lora" not in note
+
+
 def test_report_table_puts_ours_beside_the_published_rows(chapter):
     runs, _ = chapter
     table = pr.report_table(runs).set_index(["source", "setting"])

@@ -49,6 +49,24 @@ def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
     return choose_learning_rates(grid, KEYS)
 
 
+def rate_edge_note(runs: pd.DataFrame) -> str:
+    """Which methods chose the larger or the smaller of the rates they tried: an optimum may lie beyond the grid."""
+    grid = runs[(runs["seed"] == SELECTION_SEED) & (runs["setting"] == SELECTION_SETTING) & (runs["fraction"] == 1.0)]
+    chosen = chosen_learning_rates(runs)
+    sides: dict[str, list[str]] = {"largest": [], "smallest": []}
+    for row in chosen.itertuples():
+        tried = grid[(grid["backbone"] == row.backbone) & (grid["method"] == row.method)]["config.learning_rate"]
+        if tried.nunique() > 1:
+            side = "largest" if np.isclose(row.learning_rate, tried.max()) else "smallest" if np.isclose(row.learning_rate, tried.min()) else None
+            if side:
+                sides[side].append(row.method)
+    if not any(sides.values()):
+        return ""
+    parts = [f"the {side} rate tried won for {', '.join(methods)}" for side, methods in sides.items() if methods]
+    return ("With only a few rates per method, " + "; ".join(parts) + ": their best rate may lie beyond the grid, so "
+            "their scores are lower bounds of what tuning would give.")  # fmt: skip
+
+
 def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
     return at_learning_rates(runs, chosen_learning_rates(runs), KEYS)
 
