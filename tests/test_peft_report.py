@@ -11,10 +11,11 @@ TRAINABLE = {"full": BACKBONE, "embeddings_only": 11_900_000, "encoder_only": 10
              "bitfit": 250_000, "lora": 220_000}  # fmt: skip
 
 
-def _run(folder, score, method="full", backbone="minilm-l6", share=0.9, seed=0, lr=5e-5, fraction=1.0, first=None, epoch_s=10.0):
+def _run(folder, score, method="full", backbone="minilm-l6", share=0.9, seed=0, lr=5e-5, fraction=1.0, first=None, epoch_s=10.0,
+         steps=None):
     cap = 1200 if share == 0.9 else 400
     config = FinetuneConfig(task="imdb", method=method, backbone=backbone, seed=seed, learning_rate=lr, resplit_train_share=share,
-                            max_train_examples=cap, train_fraction=fraction, num_train_epochs=2)  # fmt: skip
+                            max_train_examples=cap, train_fraction=fraction, num_train_epochs=2, max_steps=steps)  # fmt: skip
     record = base_record(config)
     history = [{"epoch": 1.0, "train_loss": 0.6, "accuracy": score if first is None else first, "train_epoch_s": epoch_s},
                {"epoch": 2.0, "train_loss": 0.4, "accuracy": score, "train_epoch_s": epoch_s}]  # fmt: skip
@@ -44,6 +45,7 @@ def chapter(tmp_path):
     # Learning curve for full fine-tuning.
     _run(tmp_path, 65.0, fraction=0.1, lr=5e-5)
     _run(tmp_path, 75.0, fraction=0.3, lr=5e-5)
+    _run(tmp_path, 72.0, fraction=0.1, lr=5e-5, steps=76)  # as many updates as the full cap's 2 epochs of 38 batches
     return pr.chapter_runs(tmp_path)
 
 
@@ -81,8 +83,10 @@ def test_epoch_history_and_costs_come_from_the_records(chapter):
 
 def test_learning_curve_has_the_fractions_of_the_cap(chapter):
     runs, _ = chapter
-    curve = pr.learning_curve(runs)
-    assert curve["train_examples"].tolist() == [120, 360, 1200] and curve["accuracy"].tolist() == [65.0, 75.0, 84.0]
+    curve = pr.learning_curve(runs).set_index("schedule")
+    by_epochs, by_updates = curve.loc["2 epochs at every size"], curve.loc["76 updates at every size"]
+    assert by_epochs["train_examples"].tolist() == [120, 360, 1200] and by_epochs["accuracy"].tolist() == [65.0, 75.0, 84.0]
+    assert by_updates["train_examples"].tolist() == [120, 1200] and by_updates["accuracy"].tolist() == [72.0, 84.0]
 
 
 def test_verdicts_follow_the_numbers(chapter):

@@ -99,6 +99,17 @@ def test_same_config_and_seed_give_the_same_metrics(tmp_path, data_dir):
     assert a["train_loss"] == pytest.approx(b["train_loss"], abs=1e-6)
 
 
+def test_max_steps_trains_that_many_updates_whatever_the_data_size(data_dir):
+    """Learning curves hold the number of updates fixed: 8 examples in one batch of 16 make 6 epochs of 6 steps."""
+    config = FinetuneConfig(**TINY | {"max_train_examples": 8}, method="bitfit", max_steps=6, seed=0)
+    record = finetune(config, write=False)
+    assert record["train_examples"] == 8
+    assert [row["epoch"] for row in record["history"]] == [2.0, 4.0, 6.0]  # the loss logged every max_steps // 3 steps
+    assert "accuracy" in record["history"][-1] and all("train_loss" in row for row in record["history"])
+    assert record["train_examples_per_s"] == pytest.approx(8 * 6 / record["train_runtime_s"])
+    assert FinetuneConfig(**TINY | {"max_train_examples": 8}, method="bitfit", seed=0).run_id != config.run_id
+
+
 def _sweep_process(grid: Path, results: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(results)],

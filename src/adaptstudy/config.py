@@ -44,7 +44,7 @@ def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "par
 NEUTRAL_SINCE_FIRST_RECORDS = {
     "train_fraction": 1.0, "top_k_layers": None, "adapter_init_std": None, "layer_ablation": False, "adapter_variant": None,
     "resplit_train_share": None, "max_eval_examples": None, "init_from": None, "adapter_use": None,
-    "adam_beta2": 0.999, "adam_epsilon": 1e-8, "fusion_sources": None, "source_settings": None,
+    "adam_beta2": 0.999, "adam_epsilon": 1e-8, "fusion_sources": None, "source_settings": None, "max_steps": None,
 }  # fmt: skip
 
 
@@ -59,6 +59,9 @@ class FinetuneConfig(BaseModel):
     seed: int = 42
     learning_rate: float | None = Field(None, gt=0, description="None: the method's default")
     num_train_epochs: float = Field(3.0, gt=0)
+    max_steps: int | None = Field(
+        None, ge=1, description="train this many optimizer steps instead of num_train_epochs, scored at the end (learning "
+                                "curves: the same number of updates at every data size)")
     max_train_examples: int | None = Field(None, gt=0, description="None: the whole training set")
     max_seq_length: int = Field(128, ge=8, le=4096)
     batch_size: int = Field(32, ge=1)

@@ -242,6 +242,8 @@ def finetune(
             output_dir=str(output_dir),
             learning_rate=config.learning_rate,
             num_train_epochs=config.num_train_epochs,
+            **({"max_steps": config.max_steps, "eval_strategy": "no", "logging_strategy": "steps",
+                "logging_steps": max(1, config.max_steps // 3)} if config.max_steps else {}),
             per_device_train_batch_size=config.batch_size,
             per_device_eval_batch_size=config.eval_batch_size,
             warmup_ratio=config.warmup_ratio,
@@ -249,8 +251,7 @@ def finetune(
             adam_beta2=config.adam_beta2,
             adam_epsilon=config.adam_epsilon,
             lr_scheduler_type="linear",
-            eval_strategy="epoch",
-            logging_strategy="epoch",
+            **({} if config.max_steps else {"eval_strategy": "epoch", "logging_strategy": "epoch"}),
             logging_nan_inf_filter=False,  # a NaN loss must fail the run, not vanish from the average
             save_strategy="steps" if checkpoint_dir else "no",
             save_steps=10**9,  # checkpoints come from TimedCheckpoints, by wall time
@@ -281,9 +282,14 @@ def finetune(
         for row in history:
             if row["epoch"] in timer.seconds:
                 row["train_epoch_s"] = timer.seconds[row["epoch"]]
-        if not history or not all(m in history[-1] for m in spec.metrics) or history[-1]["epoch"] < config.num_train_epochs - 1e-6:
+        epochs_run = trainer.state.epoch or config.num_train_epochs
+        if not history or not all(m in history[-1] for m in spec.metrics) or history[-1]["epoch"] < epochs_run - 1e-6:
             final = trainer.evaluate()
-            history.append({"epoch": config.num_train_epochs, **{m: final[f"eval_{m}"] for m in spec.metrics}})
+            scores = {m: final[f"eval_{m}"] for m in spec.metrics}
+            if history and history[-1]["epoch"] == round(epochs_run, 4):
+                history[-1].update(scores)
+            else:
+                history.append({"epoch": round(epochs_run, 4), **scores})
         total_steps = trainer.state.global_step
         ablation = layer_ablation(trainer, spec) if config.layer_ablation else None
         attention = fusion.mean_attention(trainer.model, trainer.get_eval_dataloader(), list(config.fusion_sources)) if fusing else None
@@ -298,7 +304,7 @@ def finetune(
     share_run_here = 1.0 - (resumed_step or 0) / max(total_steps, 1)
     eval_time = sum(row.get("eval_runtime_s", 0.0) for row in history)
     train_time = max(wall - eval_time, 1e-9)
-    epochs = config.num_train_epochs * share_run_here
+    epochs = epochs_run * share_run_here
     tokens = sum(len(ids) for ids in train_set["input_ids"])
     metrics = {m: history[-1][m] for m in spec.metrics}
     record.update(
