@@ -6,6 +6,8 @@ import pytest
 
 from adaptstudy import results
 from adaptstudy.config import FinetuneConfig
+from adaptstudy.multitask import MultiTaskConfig
+from adaptstudy.pretrain import PretrainConfig
 from adaptstudy.results import read_records, records_frame, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,5 +69,6 @@ def test_every_committed_record_keeps_its_run_id():
     records = read_records(ROOT / "results", status=None)
     assert records, "no committed records found"
     for record in records:
-        config = {k: v for k, v in record["config"].items() if k in FinetuneConfig.model_fields}
-        assert FinetuneConfig(**config).run_id == record["run_id"], record["run_id"]
+        kind = MultiTaskConfig if "tasks" in record else PretrainConfig if "corpus" in record["config"] else FinetuneConfig
+        config = {k: v for k, v in record["config"].items() if k in kind.model_fields}
+        assert kind(**config).run_id == record["run_id"], record["run_id"]

@@ -125,13 +125,17 @@ def scale_note(runs: pd.DataFrame) -> str:
     if runs.empty:
         return "**No committed records yet** for this table: only the published numbers are shown."
     backbones = ", ".join(sorted(runs["backbone"].unique()))
-    seeds = runs.groupby(["task", "method"])["seed"].nunique()
+    # a cell is a configuration up to its seed
+    setting = [c for c in runs.columns if c.startswith("config.") and c not in ("config.seed", "config.data_dir", "config.results_dir")]
+    seeds = runs.groupby(setting, dropna=False)["seed"].nunique()
+    steps = runs["config.max_steps"].dropna() if "config.max_steps" in runs else pd.Series(dtype=float)
+    updates = f" (or {_span(steps)} updates)" if not steps.empty else ""
     devices = ", ".join(sorted(runs["device"].unique()))
     if "precision_used" in runs:
         devices += " in " + ", ".join(sorted(runs["precision_used"].fillna("fp32").unique()))
     return (
         f"Ours: {len(runs)} runs on {backbones}, {_span(seeds)} seed(s) per cell, "
-        f"{_span(runs['config.num_train_epochs'])} epochs, "
+        f"{_span(runs['config.num_train_epochs'])} epochs{updates}, "
         f"max_seq_length {runs['config.max_seq_length'].max()}, on {devices}; metrics on the dev set."
     )
 
