@@ -1,5 +1,6 @@
 """The Don't Stop Pretraining chapter: conditions read off the pretraining chain, Table 5 beside ours, gains, verdicts."""
 
+import pandas as pd
 import pytest
 
 from adaptstudy import dsp_report as dr
@@ -60,5 +61,10 @@ def test_main_table_puts_ours_beside_table_5(runs):
 def test_verdicts_follow_the_gains(runs):
     verdicts = dr.claims(runs).set_index("claim")["verdict"]
     assert list(verdicts) == ["holds", "holds", "holds", "holds", "holds"]
+    pretraining = pd.DataFrame({"task": ["mlm:reviews", "mlm:reviews", "mlm:reviews", "mlm:general"], "method": ["full", "seq_bn", "full", "head"],
+                                "config.corpus_fraction": [1.0, 1.0, 0.1, 1.0], "train_runtime_s": [600.0, 300.0, 60.0, 200.0],
+                                "trainable_params": [22_700_000, 300_000, 22_700_000, 179_000], "peak_rss_mb": [3072.0, 2048.0, 3072.0, 2000.0]})  # fmt: skip
+    adapters = dr.claims(runs, pretraining).iloc[-1]["ours"]
+    assert adapters.endswith("DAPT per corpus: full 10.0 min, 22.70M trained, peak 3.0 GB; seq_bn 5.0 min, 0.30M trained, peak 2.0 GB")
     sizes = dr.data_size_frame(runs).set_index(["family", "corpus_fraction"])["gain"]
     assert sizes.to_dict() == {("full model", 0.1): -6.0, ("full model", 1.0): 3.0, ("pfeiffer adapter", 1.0): 3.5}
