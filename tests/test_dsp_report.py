@@ -15,10 +15,10 @@ DAPT_TAPT = {**TAPT, "init_from": DAPT}
 ADAPTER_DAPT = {"corpus": "reviews", "mode": "seq_bn", "max_steps": 10, "init_from": WARM}
 
 
-def _run(folder, score, init_from, seed=0, method="full", **settings):
-    config = FinetuneConfig(task="helpfulness", method=method, seed=seed, init_from=init_from, **settings)
+def _run(folder, score, init_from, seed=0, method="full", task="helpfulness", metric="macro_f1", **settings):
+    config = FinetuneConfig(task=task, method=method, seed=seed, init_from=init_from, **settings)
     record = base_record(config)
-    record.update(status="ok", metrics={"macro_f1": score}, main_metric="macro_f1", main_metric_value=score, trainable_params=1,
+    record.update(status="ok", metrics={metric: score}, main_metric=metric, main_metric_value=score, trainable_params=1,
                   total_params=1, train_runtime_s=1.0, train_examples_per_s=1.0, peak_rss_mb=1.0, device="cpu",
                   finished_at="2026-11-23T00:00:00+00:00")  # fmt: skip
     write_record(record, folder)
@@ -56,6 +56,12 @@ def test_main_table_puts_ours_beside_table_5(runs):
     assert ("helpfulness", "ours: pfeiffer adapter") not in table.index  # its baseline is shown in the variant's row
     assert table.loc[("rct", "ours"), "tapt"] == "not run offline"
     assert ("chemprot", "ours: full model") not in table.index  # no runs: the paper's row alone
+
+
+def test_tasks_without_a_domain_corpus_say_so_in_the_dapt_cells(tmp_path):
+    _run(tmp_path, 50.0, WARM, task="chemprot", metric="micro_f1")
+    row = dr.main_table(dr.label_runs(records_frame(tmp_path), read_records(tmp_path))).set_index(["task", "model"]).loc[("chemprot", "ours: full model")]
+    assert (row["baseline"], row["dapt"], row["dapt+tapt"], row["not-dapt"]) == ("50.0 ± 0.0 (1)", "no corpus offline", "no corpus offline", "–")
 
 
 def test_verdicts_follow_the_gains(runs):
