@@ -74,3 +74,13 @@ def test_verdicts_follow_the_gains(runs):
     assert adapters.endswith("DAPT per corpus: full 10.0 min, 22.70M trained, peak 3.0 GB; seq_bn 5.0 min, 0.30M trained, peak 2.0 GB")
     sizes = dr.data_size_frame(runs).set_index(["family", "corpus_fraction"])["gain"]
     assert sizes.to_dict() == {("full model", 0.1): -6.0, ("full model", 1.0): 3.0, ("pfeiffer adapter", 1.0): 3.5}
+
+
+def test_the_recipe_is_read_off_the_records(runs):
+    pretraining = pd.DataFrame({"task": ["mlm:general", "mlm:reviews", "mlm:reviews", "mlm:task:helpfulness"],
+                                "method": ["head", "full", "full", "full"], "steps": [400, 314, 31, 100],
+                                "config.corpus_fraction": [1.0, 1.0, 0.1, 1.0], "config.learning_rate": [1e-3, 1e-4, 1e-4, 1e-4],
+                                "config.batch_size": 32, "config.max_seq_length": 128, "config.mlm_probability": 0.15})  # fmt: skip
+    note = dr.recipe_note(runs, pretraining)
+    assert "3 epochs, batch 32" in note and "warmup 10%" in note
+    assert "warm-up 400 steps at learning rate 0.001" in note and "(reviews 314 steps)" in note and "TAPT 100 steps" in note

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from adaptstudy.published import DSP_CONDITIONS, DSP_DOMAINS, DSP_NOT_OFFLINE, DSP_STD, GURURANGAN_2020, published_frame
-from adaptstudy.report import verdict
+from adaptstudy.report import span, verdict
 
 CORPUS_DOMAIN = {"reviews": "Reviews", "news": "News"}  # our DAPT corpora and the paper's domain names
 WARM_UP = ("general", "head")
@@ -162,6 +162,35 @@ def pretraining_cost(pretrain_runs: pd.DataFrame) -> str:
                                           peak=("peak_rss_mb", "max"))  # fmt: skip
     return "; ".join(f"{mode} {row.seconds / 60:.1f} min, {row.trained / 1e6:.2f}M trained, peak {row.peak / 1024:.1f} GB"
                      for mode, row in per_mode.iterrows())  # fmt: skip
+
+
+def recipe_note(runs: pd.DataFrame, pretrain_runs: pd.DataFrame) -> str:
+    """Our scaled-down recipe, read off the records, beside the paper's."""
+    if runs.empty or pretrain_runs.empty:
+        return ""
+    rates = runs.groupby(runs["method"] == "full")["config.learning_rate"].agg(span)
+    fine = (f"Fine-tuning: {span(runs['config.num_train_epochs'])} epochs, batch {span(runs['config.batch_size'])}, "
+            f"learning rate {rates.get(True, '–')} (full model) and {rates.get(False, '–')} (adapters), warmup "
+            f"{span(100 * runs['config.warmup_ratio'])}%, weight decay {span(runs['config.weight_decay'])}, Adam β2 "
+            f"{span(runs['config.adam_beta2'])}, ε {span(runs['config.adam_epsilon'])}, training capped at "
+            f"{span(runs['config.max_train_examples'])} examples and evaluation at {span(runs['config.max_eval_examples'])}, "
+            f"{span(runs['config.max_seq_length'])} tokens (the paper: learning rate 2e-5, batch 16, 3–10 epochs, whole "
+            "training sets).")  # fmt: skip
+    corpus = pretrain_runs["task"].str.removeprefix("mlm:")
+    head, tapt = pretrain_runs[pretrain_runs["method"] == "head"], pretrain_runs[corpus.str.startswith("task:")]
+    dapt = pretrain_runs[corpus.isin(list(CORPUS_DOMAIN)) & (pretrain_runs["config.corpus_fraction"] == 1.0)]
+    parts = [f"Masked-LM pretraining: batch {span(pretrain_runs['config.batch_size'])} × {span(pretrain_runs['config.max_seq_length'])}"
+             f" tokens, mask {span(pretrain_runs['config.mlm_probability'])}"]  # fmt: skip
+    if not head.empty:
+        parts.append(f"the head's warm-up {span(head['steps'])} steps at learning rate {span(head['config.learning_rate'])}")
+    if not dapt.empty:
+        steps = ", ".join(f"{c} {span(g['steps'])}" for c, g in dapt.groupby(dapt["task"].str.removeprefix("mlm:")))
+        parts.append(f"DAPT one pass over the corpus ({steps} steps) at learning rate {span(dapt['config.learning_rate'])} "
+                     "(the paper: 12.5k steps at batch 2048)")  # fmt: skip
+    if not tapt.empty:
+        parts.append(f"TAPT {span(tapt['steps'])} steps at learning rate {span(tapt['config.learning_rate'])} (the paper: 100 "
+                     "epochs at 1e-4)")  # fmt: skip
+    return fine + " " + "; ".join(parts) + "."
 
 
 def claims(runs: pd.DataFrame, pretrain_runs: pd.DataFrame | None = None) -> pd.DataFrame:

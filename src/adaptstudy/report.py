@@ -129,13 +129,13 @@ def scale_note(runs: pd.DataFrame) -> str:
     setting = [c for c in runs.columns if c.startswith("config.") and c not in ("config.seed", "config.data_dir", "config.results_dir")]
     seeds = runs.groupby(setting, dropna=False)["seed"].nunique()
     steps = runs["config.max_steps"].dropna() if "config.max_steps" in runs else pd.Series(dtype=float)
-    updates = f" (or {_span(steps)} updates)" if not steps.empty else ""
+    updates = f" (or {span(steps)} updates)" if not steps.empty else ""
     devices = ", ".join(sorted(runs["device"].unique()))
     if "precision_used" in runs:
         devices += " in " + ", ".join(sorted(runs["precision_used"].fillna("fp32").unique()))
     return (
-        f"Ours: {len(runs)} runs on {backbones}, {_span(seeds)} seed(s) per cell, "
-        f"{_span(runs['config.num_train_epochs'])} epochs{updates}, "
+        f"Ours: {len(runs)} runs on {backbones}, {span(seeds)} seed(s) per cell, "
+        f"{span(runs['config.num_train_epochs'])} epochs{updates}, "
         f"max_seq_length {runs['config.max_seq_length'].max()}, on {devices}; metrics on the dev set."
     )
 
@@ -158,7 +158,8 @@ def method_descriptions(methods) -> pd.DataFrame:
     return pd.DataFrame([(m, METHODS.get(m).description) for m in methods], columns=["method", "what trains"])
 
 
-def _span(values: pd.Series) -> str:
+def span(values: pd.Series) -> str:
+    """'3' when every value is 3, '1–3' when they range (for notes on the scale of a table)."""
     low, high = values.min(), values.max()
     return f"{low:g}" if low == high else f"{low:g}–{high:g}"
 
