@@ -23,19 +23,12 @@ from adaptstudy.published import (
     PFEIFFER_2021,
     published_frame,
 )
-from adaptstudy.report import verdict
+from adaptstudy.report import mean_sd, verdict
 
 FUSION_TARGETS = ("rte", "mrpc", "sst2", "imdb", "cb")
 FUSION_LABEL = {"head_only": "head_only", "full": "full", "pfeiffer": "st-a", "fusion": "fusion-st-a"}
 GLUE5 = ("cola", "sst2", "mrpc", "stsb", "rte")
 MAIN_CAP = 1000  # training examples per task in the Hyperformer main table (other caps: the low-resource plot)
-
-
-def _mean_sd(values: list[float]) -> str:
-    if not values:
-        return "–"
-    sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    return f"{np.mean(values):.1f} ± {sd:.1f} ({len(values)})"
 
 
 # ---------------------------------------------------------------- AdapterFusion
@@ -64,7 +57,7 @@ def fusion_table(records: list[dict]) -> pd.DataFrame:
         row = {"task": task, "source": "ours (minilm-l6, dev)"}
         for label in FUSION_COLUMNS:
             scores = ours.loc[ours["label"] == label, "score"].tolist()
-            row[label] = "not run offline" if task in FUSION_NOT_OFFLINE else ("not run (budget)" if label.endswith("mt-a") else _mean_sd(scores))
+            row[label] = "not run offline" if task in FUSION_NOT_OFFLINE else ("not run (budget)" if label.endswith("mt-a") else mean_sd(scores))
         rows.append(row)
         rows.append({"task": task, "source": "published (BERT-base, dev)", **{c: f"{published.loc[task, c]:.2f}" for c in FUSION_COLUMNS}})
     return pd.DataFrame(rows)
@@ -176,7 +169,7 @@ def hyper_table(records: list[dict]) -> pd.DataFrame:
     rows = []
     for label in HYPER_ROWS:
         total, per_task = _params(runs, label, len(GLUE5))
-        cells = {task: _mean_sd(scores.get(label, {}).get(task, [])) for task in GLUE5}
+        cells = {task: mean_sd(scores.get(label, {}).get(task, [])) for task in GLUE5}
         means = [np.mean(v) for t, v in scores.get(label, {}).items() if t in GLUE5]
         complete = len(means) == len(GLUE5)
         rows.append({"source": "ours (minilm-l6)", "method": label, "total params": total, "trained/task": per_task, **cells,
@@ -245,7 +238,7 @@ def few_shot(records: list[dict]) -> pd.DataFrame:
             row = {"task": task, "k": k}
             for label, column in (("hyperformer++ transfer", "hyperformer++"), ("st-adapters", "st-adapters")):
                 hits = ours[(ours["task"] == task) & (ours["k"] == k) & (ours["label"] == label)]["score"].tolist()
-                row[f"ours {column}"] = _mean_sd(hits)
+                row[f"ours {column}"] = mean_sd(hits)
                 row[f"published {column}"] = published[column][i]
             out.append(row)
     return pd.DataFrame(out)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from adaptstudy.published import DSP_CONDITIONS, DSP_DOMAINS, DSP_NOT_OFFLINE, DSP_STD, GURURANGAN_2020, published_frame
-from adaptstudy.report import span, verdict
+from adaptstudy.report import mean_sd, span, verdict
 
 CORPUS_DOMAIN = {"reviews": "Reviews", "news": "News"}  # our DAPT corpora and the paper's domain names
 WARM_UP = ("general", "head")
@@ -99,17 +99,11 @@ def main_table(runs: pd.DataFrame) -> pd.DataFrame:
                 cells = in_family[in_family["adaptation"] == variant]
                 if variant != family:
                     cells = pd.concat([base, cells])
-                row = {c: _mean_sd(cells.loc[cells["condition"] == c, "main_metric_value"]) for c in DSP_CONDITIONS}
+                row = {c: mean_sd(cells.loc[cells["condition"] == c, "main_metric_value"]) for c in DSP_CONDITIONS}
                 if DSP_DOMAINS[task] not in CORPUS_DOMAIN.values():  # BioMed, CS: no domain corpus in the mirror
                     row.update({c: "no corpus offline" for c in ("dapt", "dapt+tapt") if row[c] == "–"})
                 rows.append({"task": task, "domain": DSP_DOMAINS[task], "model": f"ours: {variant}", **row})
     return pd.DataFrame(rows, columns=["task", "domain", "model", *DSP_CONDITIONS])
-
-
-def _mean_sd(values: pd.Series) -> str:
-    if values.empty:
-        return "–"
-    return f"{values.mean():.1f} ± {0 if len(values) < 2 else values.std():.1f} ({len(values)})"
 
 
 def gains(runs: pd.DataFrame) -> pd.DataFrame:
@@ -152,12 +146,17 @@ def data_size_frame(runs: pd.DataFrame) -> pd.DataFrame:
     return means
 
 
+def whole_corpus_dapt(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
+    """The pretraining runs on a whole domain corpus (not TAPT, not the warm-up, not a corpus share)."""
+    corpus = pretrain_runs["task"].str.removeprefix("mlm:")
+    return pretrain_runs[corpus.isin(list(CORPUS_DOMAIN)) & (pretrain_runs["config.corpus_fraction"] == 1.0)]
+
+
 def pretraining_cost(pretrain_runs: pd.DataFrame) -> str:
     """What DAPT on a whole domain corpus cost per mode: mean seconds, trained parameters, peak memory."""
     if pretrain_runs.empty:
         return ""
-    dapt = pretrain_runs[pretrain_runs["task"].str.removeprefix("mlm:").isin(list(CORPUS_DOMAIN))
-                         & (pretrain_runs["config.corpus_fraction"] == 1.0)]  # fmt: skip
+    dapt = whole_corpus_dapt(pretrain_runs)
     per_mode = dapt.groupby("method").agg(seconds=("train_runtime_s", "mean"), trained=("trainable_params", "first"),
                                           peak=("peak_rss_mb", "max"))  # fmt: skip
     return "; ".join(f"{mode} {row.seconds / 60:.1f} min, {row.trained / 1e6:.2f}M trained, peak {row.peak / 1024:.1f} GB"
@@ -178,7 +177,7 @@ def recipe_note(runs: pd.DataFrame, pretrain_runs: pd.DataFrame) -> str:
             "training sets).")  # fmt: skip
     corpus = pretrain_runs["task"].str.removeprefix("mlm:")
     head, tapt = pretrain_runs[pretrain_runs["method"] == "head"], pretrain_runs[corpus.str.startswith("task:")]
-    dapt = pretrain_runs[corpus.isin(list(CORPUS_DOMAIN)) & (pretrain_runs["config.corpus_fraction"] == 1.0)]
+    dapt = whole_corpus_dapt(pretrain_runs)
     parts = [f"Masked-LM pretraining: batch {span(pretrain_runs['config.batch_size'])} × {span(pretrain_runs['config.max_seq_length'])}"
              f" tokens, mask {span(pretrain_runs['config.mlm_probability'])}"]  # fmt: skip
     if not head.empty:

@@ -158,6 +158,15 @@ def method_descriptions(methods) -> pd.DataFrame:
     return pd.DataFrame([(m, METHODS.get(m).description) for m in methods], columns=["method", "what trains"])
 
 
+def mean_sd(values) -> str:
+    """'61.0 ± 1.4 (2)': mean ± sample sd (0 for one value) and how many values; '–' for none."""
+    values = list(values)
+    if not values:
+        return "–"
+    sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    return f"{np.mean(values):.1f} ± {sd:.1f} ({len(values)})"
+
+
 def span(values: pd.Series) -> str:
     """'3' when every value is 3, '1–3' when they range (for notes on the scale of a table)."""
     low, high = values.min(), values.max()

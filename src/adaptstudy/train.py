@@ -237,13 +237,16 @@ def finetune(
     with tempfile.TemporaryDirectory(prefix="adaptstudy-") as scratch:
         output_dir = Path(checkpoint_dir) if checkpoint_dir else Path(scratch)
         resume = last_complete_checkpoint(output_dir) if checkpoint_dir else None
+        # a fixed number of updates is scored once, at the end; epochs are scored one by one
+        schedule = ({"max_steps": config.max_steps, "eval_strategy": "no", "logging_strategy": "steps",
+                     "logging_steps": max(1, config.max_steps // 3)}
+                    if config.max_steps else {"eval_strategy": "epoch", "logging_strategy": "epoch"})  # fmt: skip
         args = training_arguments(
             config.precision,
             output_dir=str(output_dir),
             learning_rate=config.learning_rate,
             num_train_epochs=config.num_train_epochs,
-            **({"max_steps": config.max_steps, "eval_strategy": "no", "logging_strategy": "steps",
-                "logging_steps": max(1, config.max_steps // 3)} if config.max_steps else {}),
+            **schedule,
             per_device_train_batch_size=config.batch_size,
             per_device_eval_batch_size=config.eval_batch_size,
             warmup_ratio=config.warmup_ratio,
@@ -251,7 +254,6 @@ def finetune(
             adam_beta2=config.adam_beta2,
             adam_epsilon=config.adam_epsilon,
             lr_scheduler_type="linear",
-            **({} if config.max_steps else {"eval_strategy": "epoch", "logging_strategy": "epoch"}),
             logging_nan_inf_filter=False,  # a NaN loss must fail the run, not vanish from the average
             save_strategy="steps" if checkpoint_dir else "no",
             save_steps=10**9,  # checkpoints come from TimedCheckpoints, by wall time
