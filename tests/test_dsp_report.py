@@ -82,5 +82,17 @@ def test_the_recipe_is_read_off_the_records(runs):
                                 "config.corpus_fraction": [1.0, 1.0, 0.1, 1.0], "config.learning_rate": [1e-3, 1e-4, 1e-4, 1e-4],
                                 "config.batch_size": 32, "config.max_seq_length": 128, "config.mlm_probability": 0.15})  # fmt: skip
     note = dr.recipe_note(runs, pretraining)
-    assert "3 epochs, batch 32" in note and "warmup 10%" in note
+    assert "3 epochs on the whole training set (helpfulness); batch 32" in note and "warmup 10%" in note
     assert "warm-up 400 steps at learning rate 0.001" in note and "(reviews 314 steps)" in note and "TAPT 100 steps" in note
+
+
+def test_the_recipe_names_each_schedule_with_its_tasks(tmp_path):
+    _run(tmp_path, 60.0, WARM, num_train_epochs=3, max_train_examples=500)
+    _run(tmp_path, 20.0, WARM, task="scierc", num_train_epochs=10, max_train_examples=1000)
+    _run(tmp_path, 50.0, WARM, task="chemprot", metric="micro_f1", num_train_epochs=10, max_train_examples=1000)
+    runs = dr.label_runs(records_frame(tmp_path), read_records(tmp_path))
+    pretraining = pd.DataFrame({"task": ["mlm:general"], "method": ["head"], "steps": [400], "config.corpus_fraction": [1.0],
+                                "config.learning_rate": [1e-3], "config.batch_size": 32, "config.max_seq_length": 128,
+                                "config.mlm_probability": 0.15})  # fmt: skip
+    note = dr.recipe_note(runs, pretraining)
+    assert "3 epochs on at most 500 examples (helpfulness); 10 epochs on at most 1000 examples (chemprot, scierc); " in note

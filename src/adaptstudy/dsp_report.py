@@ -168,11 +168,14 @@ def recipe_note(runs: pd.DataFrame, pretrain_runs: pd.DataFrame) -> str:
     if runs.empty or pretrain_runs.empty:
         return ""
     rates = runs.groupby(runs["method"] == "full")["config.learning_rate"].agg(span)
-    fine = (f"Fine-tuning: {span(runs['config.num_train_epochs'])} epochs, batch {span(runs['config.batch_size'])}, "
+    schedules = runs.groupby(["config.num_train_epochs", "config.max_train_examples"], dropna=False)["task"].unique()
+    schedule = "; ".join(f"{epochs:g} epochs on {'the whole training set' if pd.isna(cap) else f'at most {cap:g} examples'}"
+                         f" ({', '.join(sorted(tasks))})" for (epochs, cap), tasks in schedules.items())  # fmt: skip
+    fine = (f"Fine-tuning: {schedule}; batch {span(runs['config.batch_size'])}, "
             f"learning rate {rates.get(True, '–')} (full model) and {rates.get(False, '–')} (adapters), warmup "
             f"{span(100 * runs['config.warmup_ratio'])}%, weight decay {span(runs['config.weight_decay'])}, Adam β2 "
-            f"{span(runs['config.adam_beta2'])}, ε {span(runs['config.adam_epsilon'])}, training capped at "
-            f"{span(runs['config.max_train_examples'])} examples and evaluation at {span(runs['config.max_eval_examples'])}, "
+            f"{span(runs['config.adam_beta2'])}, ε {span(runs['config.adam_epsilon'])}, evaluation capped at "
+            f"{span(runs['config.max_eval_examples'])} examples, "
             f"{span(runs['config.max_seq_length'])} tokens (the paper: learning rate 2e-5, batch 16, 3–10 epochs, whole "
             "training sets).")  # fmt: skip
     corpus = pretrain_runs["task"].str.removeprefix("mlm:")
