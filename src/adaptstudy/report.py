@@ -120,7 +120,7 @@ def pretrain_summary(record: dict) -> pd.DataFrame:
     return pd.Series(rows).to_frame("value")
 
 
-def scale_note(runs: pd.DataFrame) -> str:
+def scale_note(runs: pd.DataFrame, scored_on: str = "the dev set") -> str:
     """One sentence saying at which scale the runs in a table were made."""
     if runs.empty:
         return "**No committed records yet** for this table: only the published numbers are shown."
@@ -136,7 +136,7 @@ def scale_note(runs: pd.DataFrame) -> str:
     return (
         f"Ours: {len(runs)} runs on {backbones}, {span(seeds)} seed(s) per cell, "
         f"{span(runs['config.num_train_epochs'])} epochs{updates}, "
-        f"max_seq_length {runs['config.max_seq_length'].max()}, on {devices}; metrics on the dev set."
+        f"max_seq_length {runs['config.max_seq_length'].max()}, on {devices}; metrics on {scored_on}."
     )
 
 
