@@ -96,3 +96,14 @@ def test_the_recipe_names_each_schedule_with_its_tasks(tmp_path):
                                 "config.mlm_probability": 0.15})  # fmt: skip
     note = dr.recipe_note(runs, pretraining)
     assert "3 epochs on at most 500 examples (helpfulness); 10 epochs on at most 1000 examples (chemprot, scierc); " in note
+
+
+def test_pretraining_tables_tell_tapt_from_dapt_plus_tapt():
+    records = [{"run_id": "a", "config": {"init_from": WARM}}, {"run_id": "b", "config": {"init_from": DAPT}},
+               {"run_id": "c", "config": {}}]  # fmt: skip
+    frame = pd.DataFrame({"run_id": ["b", "a", "c"], "task": ["mlm:task:helpfulness", "mlm:task:helpfulness", "mlm:general"],
+                          "method": ["full", "full", "head"], "config.corpus_fraction": 1.0, "perplexity_before": [75.0, 565.0, 46384.7],
+                          "main_metric_value": [67.8, 126.6, 734.1]})  # fmt: skip
+    table = dr.perplexity_table(dr.label_pretraining(frame, records))
+    assert table[["corpus", "starts from", "perplexity after"]].values.tolist() == [
+        ["general", "backbone", 734.1], ["task:helpfulness", "reviews (full) ← warmed head", 67.8], ["task:helpfulness", "warmed head", 126.6]]

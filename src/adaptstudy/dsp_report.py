@@ -117,22 +117,35 @@ def gains(runs: pd.DataFrame) -> pd.DataFrame:
     return means[means["condition"] != "baseline"]
 
 
+def starting_point(init_from: Any) -> str:
+    """Where a pretraining run started, latest run first: 'news (full) ← warmed head'; the backbone for none."""
+    steps = chain(init_from)
+    return " ← ".join("warmed head" if s == WARM_UP else f"{s[0]} ({s[1]})" for s in steps) or "backbone"
+
+
+def label_pretraining(pretrain_runs: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
+    """Adds `starts from` to pretraining runs, so that TAPT from the warmed head and TAPT after DAPT (DAPT+TAPT)
+    are told apart in the perplexity and cost tables."""
+    start = {r["run_id"]: starting_point(r["config"].get("init_from")) for r in records}
+    return pretrain_runs.assign(**{"starts from": pretrain_runs["run_id"].map(start)}) if not pretrain_runs.empty else pretrain_runs
+
+
 def perplexity_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
-    """Held-out masked-LM perplexity of the warmed head (general text, and each corpus before its DAPT) and after."""
+    """(Pretraining runs with `starts from`, from `label_pretraining`.) Held-out masked-LM perplexity of the warmed head (general text, and each corpus before its DAPT) and after."""
     if pretrain_runs.empty:
-        return pd.DataFrame(columns=["corpus", "mode", "corpus_fraction", "perplexity before", "perplexity after"])
+        return pd.DataFrame(columns=["corpus", "mode", "starts from", "corpus_fraction", "perplexity before", "perplexity after"])
     runs = pretrain_runs.assign(corpus=pretrain_runs["task"].str.removeprefix("mlm:"))
-    table = runs[["corpus", "method", "config.corpus_fraction", "perplexity_before", "main_metric_value"]]
+    table = runs[["corpus", "method", "starts from", "config.corpus_fraction", "perplexity_before", "main_metric_value"]]
     return table.rename(columns={"method": "mode", "config.corpus_fraction": "corpus_fraction", "perplexity_before": "perplexity before",
-                                 "main_metric_value": "perplexity after"}).sort_values(["corpus", "mode"], ignore_index=True)  # fmt: skip
+                                 "main_metric_value": "perplexity after"}).sort_values(["corpus", "mode", "starts from"], ignore_index=True)  # fmt: skip
 
 
 def cost_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
     """What each pretraining run cost: steps, tokens/s, seconds, peak memory, trained parameters."""
     if pretrain_runs.empty:
-        return pd.DataFrame(columns=["corpus", "mode", "corpus_fraction", "steps", "train s", "tokens/s", "peak MB", "trainable"])
+        return pd.DataFrame(columns=["corpus", "mode", "starts from", "corpus_fraction", "steps", "train s", "tokens/s", "peak MB", "trainable"])
     runs = pretrain_runs.assign(corpus=pretrain_runs["task"].str.removeprefix("mlm:"))
-    return runs[["corpus", "method", "config.corpus_fraction", "steps", "train_runtime_s", "train_tokens_per_s", "peak_rss_mb", "trainable_params"]].rename(
+    return runs[["corpus", "method", "starts from", "config.corpus_fraction", "steps", "train_runtime_s", "train_tokens_per_s", "peak_rss_mb", "trainable_params"]].rename(
         columns={"method": "mode", "config.corpus_fraction": "corpus_fraction", "train_runtime_s": "train s",
                  "train_tokens_per_s": "tokens/s", "peak_rss_mb": "peak MB", "trainable_params": "trainable"})  # fmt: skip
 
