@@ -107,3 +107,13 @@ def test_pretraining_tables_tell_tapt_from_dapt_plus_tapt():
     table = dr.perplexity_table(dr.label_pretraining(frame, records))
     assert table[["corpus", "starts from", "perplexity after"]].values.tolist() == [
         ["general", "backbone", 734.1], ["task:helpfulness", "reviews (full) ← warmed head", 67.8], ["task:helpfulness", "warmed head", 126.6]]
+
+
+def test_dapt_plus_tapt_is_judged_against_the_baseline_on_the_tasks_that_ran_it(tmp_path):
+    for score, start in ((60.0, WARM), (58.0, DAPT), (59.0, TAPT), (59.5, DAPT_TAPT)):  # every condition below the baseline
+        _run(tmp_path, score, start)
+    chemprot_tapt = {**TAPT, "corpus": "task:chemprot"}
+    for score, start in ((50.0, WARM), (52.0, chemprot_tapt)):  # no corpus for DAPT: not a case of the claim
+        _run(tmp_path, score, start, task="chemprot", metric="micro_f1")
+    claim = dr.claims(dr.label_runs(records_frame(tmp_path), read_records(tmp_path))).iloc[2]
+    assert (claim["ours"], claim["verdict"]) == ("helpfulness: baseline", "does not hold")
