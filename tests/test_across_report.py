@@ -79,6 +79,25 @@ def test_ablations_low_resource_and_few_shot_are_read_off_their_settings():
     assert shots.loc[("imdb", 4), "ours hyperformer++"] == "77.0 ± 0.0 (1)"
     assert shots.loc[("imdb", 4), "published hyperformer++"] == 81.77
     assert isinstance(ar.few_shot([]), pd.DataFrame)
+    claims = ar.claims([], records).set_index("claim")
+    ablation = claims.loc["Each component of Hyperformer++ helps (removing it lowers the mean test score)"]
+    assert (ablation["ours"], ablation["verdict"]) == ("without adapter blocks: +20.0; without conditional layer norm: +5.0", "holds")
+    few = claims.loc["Few-shot: a new task embedding for a trained Hyperformer++ beats a single-task adapter on the same k"]
+    assert (few["ours"], few["verdict"]) == ("imdb k=4: +7.0", "holds")
+    low = claims.loc["Hyperformer++ beats multi-task fine-tuning at every training size per task"]
+    assert low["verdict"] == "not run yet"  # no multi-task fine-tuning at several sizes
+
+
+def test_low_resource_uses_the_chosen_rate_and_judges_every_size():
+    glue = ar.GLUE5
+    records = [_multi(glue, "hyperformer++", 0, [80.0] * 5, lr=1e-4, validation=60.0),
+               _multi(glue, "hyperformer++", 0, [10.0] * 5, lr=1e-3, validation=30.0),  # a collapsed rate: not on the curve
+               _multi(glue, "hyperformer++", 0, [70.0] * 5, lr=1e-4, cap=100),
+               _multi(glue, "full", 0, [78.0] * 5, lr=1e-4), _multi(glue, "full", 0, [72.0] * 5, lr=1e-4, cap=100)]  # fmt: skip
+    curve = ar.low_resource(records).set_index(["label", "cap"])["mean test score"]
+    assert curve[("hyperformer++", 1000)] == 80.0 and curve[("mt-full", 100)] == 72.0
+    low = ar.claims([], records).set_index("claim").loc["Hyperformer++ beats multi-task fine-tuning at every training size per task"]
+    assert (low["ours"], low["verdict"]) == ("100 per task: -2.0; 1000 per task: +2.0", "partly")
 
 
 def test_costs_count_every_run_of_both_studies():
