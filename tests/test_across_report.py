@@ -58,6 +58,8 @@ def test_hyperformer_rows_use_the_rate_chosen_on_seed_0_and_count_parameters_per
     assert ours.loc["st-adapters", "total params"] == f"{(BACKBONE + 5 * 100_000) / BACKBONE:.2f}×"
     assert ours.loc["st-adapters", "average (8 tasks)"] == "71.0"
     assert table.loc[("published (T5-base)", "hyperformer++"), "cola"] == 63.73
+    rates = ar.rate_selection(records)
+    assert rates[["learning_rate", "validation mean (seed 0)", "chosen"]].values.tolist() == [[3e-4, 60.0, False], [1e-3, 70.0, True]]
     verdicts = ar.claims([], records).set_index("claim")["verdict"]
     assert verdicts.iloc[0] == "not run yet"
     assert verdicts["Hyperformer++ beats single-task adapters while training fewer parameters per task"] == "holds"

@@ -130,6 +130,17 @@ def _at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(keep) if keep else runs
 
 
+def rate_selection(records: list[dict]) -> pd.DataFrame:
+    """Each method tried at several learning rates: seed 0's mean validation score per rate, and the rate chosen."""
+    runs = hyper_runs(records)
+    runs = runs[(runs["seed"] == 0) & (runs["cap"] == MAIN_CAP)]
+    several = runs.groupby("label")["learning_rate"].nunique()
+    runs = runs[runs["label"].isin(several[several > 1].index)]
+    chosen = _at_chosen_rates(runs)
+    table = runs.assign(chosen=runs.index.isin(chosen.index))[["label", "learning_rate", "validation", "chosen"]]
+    return table.sort_values(["label", "learning_rate"], ignore_index=True).rename(columns={"label": "method", "validation": "validation mean (seed 0)"})
+
+
 def _task_scores(runs: pd.DataFrame) -> dict[str, dict[str, list[float]]]:
     """label -> task -> test scores (the task's main metric) over seeds."""
     from adaptstudy.data import resolve_task
