@@ -226,13 +226,3 @@ def test_every_committed_grid_and_profile_validates_offline(path):
 
         DataPrepParams(**raw)
 
-
-GRIDS = sorted(p for p in (ROOT / "params").glob("*/*.yaml") if "axes" in yaml.safe_load(p.read_text()))
-
-
-@pytest.mark.parametrize("grid", GRIDS, ids=[f"{p.parent.name}/{p.name}" for p in GRIDS])
-def test_every_committed_grid_validates_every_cell(grid, tmp_path):
-    """A grid edited by hand (a typo in a method's settings, a transfer source that no longer matches) fails here,
-    not hours into a sweep."""
-    plan = sw.plan(grid, results_dir=tmp_path)
-    assert plan.cells and all(c.status == "todo" for c in plan.cells)
