@@ -225,4 +225,3 @@ def test_every_committed_grid_and_profile_validates_offline(path):
         from adaptstudy.config import DataPrepParams
 
         DataPrepParams(**raw)
-

@@ -233,22 +233,26 @@ def plot_low_resource(frame: pd.DataFrame):
     return ax
 
 
+FEW_SHOT_LABELS = ("hyperformer++ transfer", "st-adapters")
+
+
+def _few_shot_runs(records: list[dict]) -> pd.DataFrame:
+    """One row per few-shot run (Hyperformer++ transfer or a single-task adapter on a few-shot task): task, k, score."""
+    rows = [{"task": r["tasks"][0], "k": r["config"]["max_train_examples"], "label": hyper_label(r), "score": r["main_metric_value"]}
+            for r in records if "tasks" in r and len(r["tasks"]) == 1 and r["tasks"][0] in HYPER_FEW_SHOT]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=["task", "k", "label", "score"])
+    return frame[frame["label"].isin(FEW_SHOT_LABELS)]
+
+
 def few_shot(records: list[dict]) -> pd.DataFrame:
     """Few-shot transfer to a new task: ours (Hyperformer++ task embedding, single-task adapters) per k beside
     the paper's Table 3."""
-    rows = []
-    for r in records:
-        if "tasks" not in r or len(r["tasks"]) != 1 or r["tasks"][0] not in HYPER_FEW_SHOT:
-            continue
-        label = hyper_label(r)
-        if label in ("hyperformer++ transfer", "st-adapters"):
-            rows.append({"task": r["tasks"][0], "k": r["config"]["max_train_examples"], "label": label, "score": r["main_metric_value"]})
-    ours = pd.DataFrame(rows, columns=["task", "k", "label", "score"])
+    ours = _few_shot_runs(records)
     out = []
     for task, published in HYPER_FEW_SHOT.items():
         for i, k in enumerate(published["k"]):
             row = {"task": task, "k": k}
-            for label, column in (("hyperformer++ transfer", "hyperformer++"), ("st-adapters", "st-adapters")):
+            for label, column in zip(FEW_SHOT_LABELS, ("hyperformer++", "st-adapters")):
                 hits = ours[(ours["task"] == task) & (ours["k"] == k) & (ours["label"] == label)]["score"].tolist()
                 row[f"ours {column}"] = mean_sd(hits)
                 row[f"published {column}"] = published[column][i]
@@ -343,11 +347,9 @@ def _low_resource_margins(records: list[dict]) -> dict[str, float]:
 
 def _few_shot_margins(records: list[dict]) -> dict[str, float]:
     """Per task and k: our Hyperformer++ transfer minus the single-task adapter (means over seeds)."""
-    rows = [r for r in records if "tasks" in r and len(r["tasks"]) == 1 and r["tasks"][0] in HYPER_FEW_SHOT]
-    frame = pd.DataFrame([{"task": r["tasks"][0], "k": r["config"]["max_train_examples"], "label": hyper_label(r),
-                           "score": r["main_metric_value"]} for r in rows], columns=["task", "k", "label", "score"])  # fmt: skip
-    means = frame.groupby(["task", "k", "label"])["score"].mean().unstack()
-    if not {"hyperformer++ transfer", "st-adapters"} <= set(means.columns):
+    means = _few_shot_runs(records).groupby(["task", "k", "label"])["score"].mean().unstack()
+    if not set(FEW_SHOT_LABELS) <= set(means.columns):
         return {}
-    margin = (means["hyperformer++ transfer"] - means["st-adapters"]).dropna()
+    transfer, adapters = FEW_SHOT_LABELS
+    margin = (means[transfer] - means[adapters]).dropna()
     return {f"{task} k={k}": v for (task, k), v in margin.items()}

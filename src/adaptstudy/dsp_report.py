@@ -131,7 +131,8 @@ def label_pretraining(pretrain_runs: pd.DataFrame, records: list[dict]) -> pd.Da
 
 
 def perplexity_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
-    """(Pretraining runs with `starts from`, from `label_pretraining`.) Held-out masked-LM perplexity of the warmed head (general text, and each corpus before its DAPT) and after."""
+    """Held-out masked-LM perplexity of the warmed head (general text, and each corpus before its DAPT) and after;
+    the runs come labelled by `label_pretraining`."""
     if pretrain_runs.empty:
         return pd.DataFrame(columns=["corpus", "mode", "starts from", "corpus_fraction", "perplexity before", "perplexity after"])
     runs = pretrain_runs.assign(corpus=pretrain_runs["task"].str.removeprefix("mlm:"))
