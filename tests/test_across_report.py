@@ -34,6 +34,8 @@ def test_fusion_table_reports_each_column_over_seeds_beside_the_paper():
     assert table.loc[("rte", "published (BERT-base, dev)"), "fusion-st-a"] == "76.82"
     assert table.loc[("cb", "ours (minilm-l6, dev)"), "st-a"] == "–"
     assert table.loc[("boolq", "ours (minilm-l6, dev)"), "full"] == "not run offline"
+    params = table.xs("trained / target", level="task").iloc[0]
+    assert params["st-a"] == f"{100 * 1000 / BACKBONE:.2f}%" and params["mt-a"] == "–"
     verdicts = ar.claims(records, []).set_index("claim")["verdict"]
     assert verdicts.iloc[0] == "holds"  # fusion 63 > ST-A 59 on the one target run
 
