@@ -101,3 +101,16 @@ def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, t
     assert [row["epoch"] for row in record["history"]] == [2.0, 3.0]  # every 2 epochs, and after the last
     with pytest.raises(ConfigError, match="transfer is to new tasks"):
         validate(MultiTaskConfig, {"tasks": ["rte"], "method": "hyperformer++", "transfer_from": source})
+
+
+def test_a_shared_adapter_run_checkpoints_and_resumes_to_the_same_scores(data_dir, tmp_path):
+    """One `adapters` adapter shared by two tasks: its tied embeddings once made every checkpoint save fail."""
+    config = MultiTaskConfig(tasks=("rte", "mrpc"), method="houlsby", adapter_size=8, max_train_examples=16, max_eval_examples=16,
+                             max_seq_length=48, batch_size=8, num_train_epochs=1, checkpoint_every_s=0)  # fmt: skip
+    checkpoints = tmp_path / "checkpoints"
+    first = train_multitask(config, checkpoint_dir=checkpoints, write=False)
+    assert first["resumed_from_step"] is None and any(checkpoints.glob("checkpoint-*/adaptstudy-complete"))
+    resumed = train_multitask(config, checkpoint_dir=checkpoints, write=False)
+    assert resumed["resumed_from_step"] >= 1
+    assert resumed["metrics"] == pytest.approx(first["metrics"], abs=1e-6)
+

@@ -383,6 +383,7 @@ def train_multitask(config: MultiTaskConfig | Mapping[str, Any], write: bool = T
             logging_nan_inf_filter=False, save_strategy="steps" if checkpoint_dir else "no", save_steps=10**9,
             save_total_limit=1, optim="adamw_torch_fused", seed=config.seed, report_to=[], dataloader_num_workers=0,
             remove_unused_columns=False,
+            save_safetensors=False,  # an `adapters` model ties prompt_tuning's embeddings to the word embeddings
         )  # fmt: skip
         callbacks = [_ScoreEachEpoch()] + ([TimedCheckpoints(config.checkpoint_every_s)] if checkpoint_dir else [])
         trainer = _Trainer(model=model, args=args, train_dataset=concatenate_datasets(train_sets).remove_columns(_text_free(train_sets)),
