@@ -28,6 +28,7 @@ from adaptstudy.report import mean_sd, verdict
 FUSION_TARGETS = ("rte", "mrpc", "sst2", "imdb", "cb")
 FUSION_LABEL = {"head_only": "head_only", "full": "full", "pfeiffer": "st-a", "fusion": "fusion-st-a"}
 GLUE5 = ("cola", "sst2", "mrpc", "stsb", "rte")
+AVERAGE_5, AVERAGE_8 = "average (these 5)", HYPER_COLUMNS[-1]
 MAIN_CAP = 1000  # training examples per task in the Hyperformer main table (other caps: the low-resource plot)
 
 
@@ -181,7 +182,9 @@ HYPER_ROWS = ("st-full", "st-adapters", "mt-full", "mt-adapters", "hyperformer",
 
 
 def hyper_table(records: list[dict]) -> pd.DataFrame:
-    """The paper's Table 1 on our five tasks: ours (test half of dev, mean ± sd over seeds) beside the published row."""
+    """The paper's Table 1 on our five tasks: ours (test half of dev, mean ± sd over seeds) beside the published row.
+    Both get the average over these five tasks (the paper's MRPC F1 and STS-B Spearman: our main metrics); the
+    paper's own average, over its 8 tasks, stands apart."""
     runs = hyper_runs(records)
     runs = _at_chosen_rates(runs[runs["cap"] == MAIN_CAP]) if not runs.empty else runs
     scores = _task_scores(runs)
@@ -192,11 +195,13 @@ def hyper_table(records: list[dict]) -> pd.DataFrame:
         means = [np.mean(v) for t, v in scores.get(label, {}).items() if t in GLUE5]
         complete = len(means) == len(GLUE5)
         rows.append({"source": "ours (minilm-l6)", "method": label, "total params": total, "trained/task": per_task, **cells,
-                     "average": f"{np.mean(means):.1f}" if complete else "–"})  # fmt: skip
+                     AVERAGE_5: f"{np.mean(means):.1f}" if complete else "–", AVERAGE_8: "–"})  # fmt: skip
     for label, (total, per_task, values) in HYPER_TABLE1.items():
+        five = np.mean([float(str(v).split("/")[-1]) for v in values[:5]])  # "accuracy/F1", "Pearson/Spearman": the second
         rows.append({"source": "published (T5-base)", "method": label, "total params": total or "–",
-                     "trained/task": f"{per_task:.2f}%", **dict(zip(GLUE5, values[:5])), "average": values[5]})  # fmt: skip
-    return pd.DataFrame(rows).rename(columns={"average": HYPER_COLUMNS[-1]})
+                     "trained/task": f"{per_task:.2f}%", **dict(zip(GLUE5, values[:5])), AVERAGE_5: f"{five:.1f}",
+                     AVERAGE_8: f"{values[5]:.2f}"})  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def ablation_table(records: list[dict]) -> pd.DataFrame:
@@ -313,12 +318,12 @@ def claims(fusion_records: list[dict], hyper_records: list[dict]) -> pd.DataFram
         value = ours[column].get(label, "–")
         return None if value in ("–", None) else float(value.rstrip("%"))
 
-    a, b = number("hyperformer++", "average (8 tasks)"), number("st-adapters", "average (8 tasks)")
+    a, b = number("hyperformer++", AVERAGE_5), number("st-adapters", AVERAGE_5)
     pa, pb = number("hyperformer++", "trained/task"), number("st-adapters", "trained/task")
     rows.append({"claim": "Hyperformer++ beats single-task adapters while training fewer parameters per task",
                  "ours": "–" if None in (a, b, pa, pb) else f"hyperformer++ {a:.1f} with {pa:.2f}% per task vs st-adapters {b:.1f} with {pb:.2f}%",
                  "verdict": verdict(None if None in (a, b, pa, pb) else a > b and pa < pb, partly=a is not None and b is not None and a > b)})  # fmt: skip
-    a, b = number("hyperformer", "average (8 tasks)"), number("mt-adapters", "average (8 tasks)")
+    a, b = number("hyperformer", AVERAGE_5), number("mt-adapters", AVERAGE_5)
     rows.append({"claim": "Hyperformer beats one adapter shared by the tasks",
                  "ours": "–" if a is None or b is None else f"hyperformer {a:.1f} vs mt-adapters {b:.1f}",
                  "verdict": verdict(None if a is None or b is None else a > b)})  # fmt: skip

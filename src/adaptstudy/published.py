@@ -147,7 +147,8 @@ FUSION_NOT_OFFLINE = ("boolq",)
 
 MAHABADI_2021 = "Mahabadi et al. 2021, Parameter-efficient Multi-task Fine-tuning for Transformers via Shared Hypernetworks (ACL)"
 HYPER_COLUMNS = ("cola", "sst2", "mrpc", "stsb", "rte", "average (8 tasks)")
-# Table 1 (T5-base, GLUE, the paper's test split); MRPC and STS-B as the paper's two numbers (F1/accuracy, Pearson/Spearman).
+# Table 1 (T5-base, GLUE, the paper's test split); MRPC and STS-B as the paper's two numbers, in its order (accuracy/F1,
+# Pearson/Spearman).
 # Per method: total parameters as a multiple of T5-base, trained parameters per task (%), then the columns above.
 HYPER_TABLE1 = {
     "st-full": ("8.0×", 100.0, (54.85, 92.19, "88.18/91.61", "89.55/89.41", 67.39, 84.67)),
