@@ -62,6 +62,8 @@ def test_hyperformer_rows_use_the_rate_chosen_on_seed_0_and_count_parameters_per
     published = table.loc["published (T5-base)"]
     assert published.loc["hyperformer++", "average (these 5)"] == f"{np.mean([63.73, 94.03, 92.63, 89.66, 75.36]):.1f}"
     assert table.loc[("published (T5-base)", "hyperformer++"), "cola"] == 63.73
+    assert ar.constant_cola(records) == "CoLA runs at Matthews correlation 0 (one class for every sentence): st-adapters 0 of 3; hyperformer++ 0 of 2."
+    assert ar.constant_cola([_multi(glue, "full", 0, [0.0, 80, 80, 80, 60])]).endswith("mt-full 1 of 1.")
     rates = ar.rate_selection(records)
     assert rates[["learning_rate", "validation mean (seed 0)", "chosen"]].values.tolist() == [[3e-4, 60.0, False], [1e-3, 70.0, True]]
     verdicts = ar.claims([], records).set_index("claim")["verdict"]

@@ -204,6 +204,19 @@ def hyper_table(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def constant_cola(records: list[dict]) -> str:
+    """Which rows of the main table predicted one class for every CoLA sentence (Matthews correlation exactly 0),
+    in how many of their runs: a row's CoLA mean mixes such runs with learning ones."""
+    runs = hyper_runs(records)
+    runs = _at_chosen_rates(runs[runs["cap"] == MAIN_CAP]) if not runs.empty else runs
+    counts = []
+    for label in HYPER_ROWS:
+        mcc = [run["scores"]["cola/mcc"] for _, run in runs[runs["label"] == label].iterrows() if "cola/mcc" in run["scores"]]
+        if mcc:
+            counts.append(f"{label} {sum(v == 0 for v in mcc)} of {len(mcc)}")
+    return "CoLA runs at Matthews correlation 0 (one class for every sentence): " + "; ".join(counts) + "." if counts else ""
+
+
 def ablation_table(records: list[dict]) -> pd.DataFrame:
     """Hyperformer++ against itself without each component: our mean test score over the five tasks (seed 0
     where only seed 0 ran), beside the paper's GLUE average (T5-small)."""
