@@ -76,6 +76,7 @@ def test_hyperformer_rows_use_the_rate_chosen_on_seed_0_and_count_parameters_per
 def test_ablations_low_resource_and_few_shot_are_read_off_their_settings():
     glue = ar.GLUE5
     records = [_multi(glue, "hyperformer++", 0, [80.0] * 5), _multi(glue, "layernorm", 0, [60.0] * 5),
+               _multi(glue, "hyperformer++", 1, [50.0] * 5),  # seed 1: in the main table, not in the paired ablation
                _multi(glue, "hyperformer++", 0, [75.0] * 5, conditional_layer_norm=False),
                _multi(glue, "hyperformer++", 0, [70.0] * 5, cap=100),
                _multi(["imdb"], "hyperformer++", 0, [77.0], cap=4, transfer_from={"tasks": list(glue)}),
@@ -84,7 +85,7 @@ def test_ablations_low_resource_and_few_shot_are_read_off_their_settings():
     assert ablation["hyperformer++"] == 80.0 and ablation["no adapter blocks"] == 60.0
     assert ablation["no conditional layer norm"] == 75.0 and np.isnan(ablation["no task projector"])
     curve = ar.low_resource(records)
-    assert curve[curve["label"] == "hyperformer++"].set_index("cap")["mean test score"].to_dict() == {100: 70.0, 1000: 80.0}
+    assert curve[curve["label"] == "hyperformer++"].set_index("cap")["mean test score"].to_dict() == {100: 70.0, 1000: 65.0}  # seeds 0-1
     shots = ar.few_shot(records).set_index(["task", "k"])
     assert shots.loc[("imdb", 4), "ours hyperformer++"] == "77.0 ± 0.0 (1)"
     assert shots.loc[("imdb", 4), "published hyperformer++"] == 81.77
