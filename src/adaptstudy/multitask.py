@@ -381,7 +381,7 @@ def train_multitask(config: MultiTaskConfig | Mapping[str, Any], write: bool = T
             per_device_eval_batch_size=config.eval_batch_size, warmup_ratio=config.warmup_ratio,
             weight_decay=config.weight_decay, lr_scheduler_type="linear", eval_strategy="no", logging_strategy="epoch",
             logging_nan_inf_filter=False, save_strategy="steps" if checkpoint_dir else "no", save_steps=10**9,
-            save_total_limit=1, optim="adamw_torch_fused", seed=config.seed, report_to=[], dataloader_num_workers=0,
+            save_total_limit=2, optim="adamw_torch_fused", seed=config.seed, report_to=[], dataloader_num_workers=0,
             remove_unused_columns=False,
             save_safetensors=False,  # an `adapters` model ties prompt_tuning's embeddings to the word embeddings
         )  # fmt: skip

@@ -280,7 +280,7 @@ def pretrain(config: PretrainConfig | dict, write: bool = True, checkpoint_dir: 
             per_device_train_batch_size=config.batch_size, warmup_ratio=config.warmup_ratio,
             weight_decay=config.weight_decay, adam_beta2=0.98, adam_epsilon=1e-6, lr_scheduler_type="linear",
             logging_strategy="steps", logging_steps=10, save_strategy="steps" if checkpoint_dir else "no",
-            save_steps=10**9, save_total_limit=1, save_safetensors=False,  # the decoder shares the word embeddings' tensor
+            save_steps=10**9, save_total_limit=2, save_safetensors=False,  # the decoder shares the word embeddings' tensor
             optim="adamw_torch_fused", seed=config.seed, data_seed=config.seed, report_to=[], dataloader_num_workers=0,
         )  # fmt: skip
         trainer = Trainer(model=model, args=args, train_dataset=rows,

@@ -109,7 +109,9 @@ class TimedCheckpoints:
 
     The Trainer also saves at the last step; that save is skipped (the record follows at once). A
     checkpoint gets a marker file once the Trainer has written all of it, so a kill in the middle
-    of a save never leaves a checkpoint that a rerun would try to resume from.
+    of a save never leaves a checkpoint that a rerun would try to resume from. The Trainer removes
+    old checkpoints before the new one gets its marker, so runs keep two (`save_total_limit=2`):
+    with one, a kill in that gap left nothing to resume from.
     """
 
     def __new__(cls, every_s: float):
@@ -257,7 +259,7 @@ def finetune(
             logging_nan_inf_filter=False,  # a NaN loss must fail the run, not vanish from the average
             save_strategy="steps" if checkpoint_dir else "no",
             save_steps=10**9,  # checkpoints come from TimedCheckpoints, by wall time
-            save_total_limit=1,
+            save_total_limit=2,  # the Trainer deletes the older checkpoint before the newer gets its marker
             group_by_length=True,
             optim="adamw_torch_fused",  # one fused kernel: ~8x faster than the per-tensor loop on CPU
             seed=config.seed,
