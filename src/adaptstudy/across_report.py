@@ -178,6 +178,12 @@ def _params(runs: pd.DataFrame, label: str, n_tasks: int) -> tuple[str, str]:
     return f"{run['total_params'] / backbone:.2f}×", f"{100 * run['trainable_params'] / len(run['tasks']) / backbone:.2f}%"
 
 
+def _main_table_runs(records: list[dict]) -> pd.DataFrame:
+    """The runs of the main table: the main training size, each method at its chosen rate."""
+    runs = hyper_runs(records)
+    return _at_chosen_rates(runs[runs["cap"] == MAIN_CAP]) if not runs.empty else runs
+
+
 HYPER_ROWS = ("st-full", "st-adapters", "mt-full", "mt-adapters", "hyperformer", "hyperformer++")
 
 
@@ -185,8 +191,7 @@ def hyper_table(records: list[dict]) -> pd.DataFrame:
     """The paper's Table 1 on our five tasks: ours (test half of dev, mean ± sd over seeds) beside the published row.
     Both get the average over these five tasks (the paper's MRPC F1 and STS-B Spearman: our main metrics); the
     paper's own average, over its 8 tasks, stands apart."""
-    runs = hyper_runs(records)
-    runs = _at_chosen_rates(runs[runs["cap"] == MAIN_CAP]) if not runs.empty else runs
+    runs = _main_table_runs(records)
     scores = _task_scores(runs)
     rows = []
     for label in HYPER_ROWS:
@@ -207,8 +212,7 @@ def hyper_table(records: list[dict]) -> pd.DataFrame:
 def constant_cola(records: list[dict]) -> str:
     """Which rows of the main table predicted one class for every CoLA sentence (Matthews correlation exactly 0),
     in how many of their runs: a row's CoLA mean mixes such runs with learning ones."""
-    runs = hyper_runs(records)
-    runs = _at_chosen_rates(runs[runs["cap"] == MAIN_CAP]) if not runs.empty else runs
+    runs = _main_table_runs(records)
     counts = []
     for label in HYPER_ROWS:
         mcc = [run["scores"]["cola/mcc"] for _, run in runs[runs["label"] == label].iterrows() if "cola/mcc" in run["scores"]]
