@@ -40,6 +40,32 @@ def test_fusion_table_reports_each_column_over_seeds_beside_the_paper():
     assert verdicts.iloc[0] == "holds"  # fusion 63 > ST-A 59 on the one target run
 
 
+def _written(folder, task, method, seed, epochs):
+    from adaptstudy.config import FinetuneConfig
+    from adaptstudy.results import base_record, write_record
+
+    size = {"adapter_size": 24} if method == "pfeiffer" else {}
+    record = base_record(FinetuneConfig(task=task, method=method, seed=seed, num_train_epochs=epochs, **size))
+    record.update(status="ok", metrics={"accuracy": 60.0}, main_metric="accuracy", main_metric_value=60.0, trainable_params=1,
+                  total_params=1, train_runtime_s=1.0, train_examples_per_s=1.0, peak_rss_mb=1.0, device="cpu",
+                  precision_used="fp32", finished_at="2026-11-25T00:00:00+00:00")  # fmt: skip
+    write_record(record, folder)
+
+
+def test_the_fusion_scale_note_counts_table_cells_and_names_the_source_adapters_apart(tmp_path):
+    from adaptstudy.results import records_frame
+
+    for task in ("rte", "cola", "cb"):  # source adapters: RTE's is also its ST-A cell of seed 0, CoLA's and CB's are not cells
+        _written(tmp_path, task, "pfeiffer", 0, 3)
+    _written(tmp_path, "rte", "pfeiffer", 1, 3)
+    _written(tmp_path, "rte", "full", 0, 3)
+    _written(tmp_path, "cb", "full", 0, 20)
+    note = ar.fusion_scale_note(records_frame(tmp_path))
+    assert note.startswith("Ours: 4 runs on minilm-l6, 1–2 seed(s) per cell, 3–20 epochs")
+    assert note.endswith("Source adapters: 3 single-task runs, 3 epochs each (cb, cola, rte); those of rte are also their "
+                         "targets' ST-A cells of seed 0.")  # fmt: skip
+
+
 def test_fusion_attention_averages_seeds_per_target():
     records = [_fusion("rte", "fusion", 0, 60, attention={"rte": 0.6, "mrpc": 0.4}),
                _fusion("rte", "fusion", 1, 60, attention={"rte": 0.8, "mrpc": 0.2})]  # fmt: skip

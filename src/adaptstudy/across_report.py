@@ -23,7 +23,7 @@ from adaptstudy.published import (
     PFEIFFER_2021,
     published_frame,
 )
-from adaptstudy.report import mean_sd, verdict
+from adaptstudy.report import mean_sd, scale_note, verdict
 
 FUSION_TARGETS = ("rte", "mrpc", "sst2", "imdb", "cb")
 FUSION_LABEL = {"head_only": "head_only", "full": "full", "pfeiffer": "st-a", "fusion": "fusion-st-a"}
@@ -35,15 +35,19 @@ MAIN_CAP = 1000  # training examples per task in the Hyperformer main table (oth
 # ---------------------------------------------------------------- AdapterFusion
 
 
-def fusion_runs(records: list[dict]) -> pd.DataFrame:
-    """One row per fusion-study run on a target task: column label, seed, dev score. CB's source adapter (trained
+def is_target_cell(task: str, method: str, epochs: float) -> bool:
+    """Whether a fusion-study run is a cell of the table (a target task's column). CB's source adapter (trained
     like every source, 3 epochs) is not its ST-A cell (20 epochs, as CB's other columns)."""
+    return task in FUSION_TARGETS and method in FUSION_LABEL and (task != "cb" or epochs > 3 or method == "fusion")
+
+
+def fusion_runs(records: list[dict]) -> pd.DataFrame:
+    """One row per fusion-study run on a target task: column label, seed, dev score."""
     rows = [
         {"task": r["task"], "label": FUSION_LABEL[r["method"]], "seed": r["seed"], "score": r["main_metric_value"],
          "trainable_params": r["trainable_params"], "backbone_params": r["backbone_params"]}  # fmt: skip
         for r in records
-        if r["task"] in FUSION_TARGETS and r["method"] in FUSION_LABEL
-        and (r["task"] != "cb" or r["config"].get("num_train_epochs", 0) > 3 or r["method"] == "fusion")
+        if is_target_cell(r["task"], r["method"], r["config"].get("num_train_epochs", 0))
     ]
     return pd.DataFrame(rows, columns=["task", "label", "seed", "score", "trainable_params", "backbone_params"])
 
@@ -63,6 +67,19 @@ def fusion_table(records: list[dict]) -> pd.DataFrame:
         rows.append({"task": task, "source": "published (BERT-base, dev)", **{c: f"{published.loc[task, c]:.2f}" for c in FUSION_COLUMNS}})
     rows.append({"task": "trained / target", "source": "ours: % of the backbone (mean over targets)", **_fusion_params(runs)})
     return pd.DataFrame(rows)
+
+
+def fusion_scale_note(frame: pd.DataFrame) -> str:
+    """The scale note of the fusion table (its cells, from `records_frame`), and how many source adapters ran:
+    the study's other records, besides the seed-0 ST-A cells that double as sources."""
+    if frame.empty:
+        return scale_note(frame)
+    cells = frame.apply(lambda r: is_target_cell(r["task"], r["method"], r["config.num_train_epochs"]), axis=1)
+    sources = frame[(frame["method"] == "pfeiffer") & (frame["config.num_train_epochs"] == 3) & (frame["seed"] == 0)]
+    shared = sorted(sources.loc[cells[sources.index], "task"])
+    return (scale_note(frame[cells]) + f" Source adapters: {len(sources)} single-task runs, 3 epochs each "
+            f"({', '.join(sorted(sources['task']))}); those of {', '.join(shared) or 'no target'} are also their targets' "
+            "ST-A cells of seed 0.")  # fmt: skip
 
 
 def _fusion_params(runs: pd.DataFrame) -> dict[str, str]:
