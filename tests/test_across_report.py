@@ -11,7 +11,7 @@ BACKBONE = 22_713_216
 
 
 def _fusion(task, method, seed, score, epochs=3, attention=None):
-    record = {"task": task, "method": method, "seed": seed, "main_metric_value": score, "trainable_params": 1000,
+    record = {"task": task, "method": method, "seed": seed, "metrics": {"accuracy": score}, "trainable_params": 1000,
               "backbone_params": BACKBONE, "config": {"num_train_epochs": epochs}}  # fmt: skip
     if attention:
         record["fusion_attention"] = attention
@@ -36,8 +36,17 @@ def test_fusion_table_reports_each_column_over_seeds_beside_the_paper():
     assert table.loc[("boolq", "ours (minilm-l6, dev)"), "full"] == "not run offline"
     params = table.xs("trained / target", level="task").iloc[0]
     assert params["st-a"] == f"{100 * 1000 / BACKBONE:.2f}%" and params["mt-a"] == "–"
-    verdicts = ar.claims(records, []).set_index("claim")["verdict"]
-    assert verdicts.iloc[0] == "holds"  # fusion 63 > ST-A 59 on the one target run
+    claim = ar.claims(records, []).iloc[0]
+    assert claim["verdict"] == "holds"  # fusion 63 > ST-A 59 on the one target run
+    assert claim["ours"] == "rte: +4.0 (3 seeds per cell)"
+    one_seed = [r for r in records if r["seed"] == 0 or r["method"] != "fusion"]
+    assert ar.claims(one_seed, []).iloc[0]["ours"] == "rte: +3.0 (1–3 seeds per cell)"
+
+
+def test_seed_spread_reads_the_single_task_runs_of_the_fusion_targets():
+    records = [_multi(["rte"], "houlsby", s, [50.0 + 2 * s]) for s in range(3)] + [_multi(["cola"], "full", s, [10.0 * s]) for s in range(3)]
+    assert ar.seed_spread(records).endswith("RTE adapters 2.0 points.")
+    assert ar.seed_spread([]) == ""
 
 
 def _written(folder, task, method, seed, epochs):
@@ -64,6 +73,11 @@ def test_the_fusion_scale_note_counts_table_cells_and_names_the_source_adapters_
     assert note.startswith("Ours: 4 runs on minilm-l6, 1–2 seed(s) per cell, 3–20 epochs")
     assert note.endswith("Source adapters: 3 single-task runs, 3 epochs each (cb, cola, rte); those of rte are also their "
                          "targets' ST-A cells of seed 0.")  # fmt: skip
+
+
+def test_the_fusion_table_scores_accuracy_as_the_paper_even_where_the_main_metric_is_f1():
+    record = {**_fusion("mrpc", "fusion", 0, 70.0), "metrics": {"accuracy": 70.0, "f1": 80.0}, "main_metric_value": 80.0}
+    assert ar.fusion_runs([record])["score"].tolist() == [70.0]
 
 
 def test_fusion_attention_averages_seeds_per_target():
