@@ -41,6 +41,9 @@ def test_fusion_table_reports_each_column_over_seeds_beside_the_paper():
     assert claim["ours"] == "rte: +4.0 (3 seeds per cell)"
     one_seed = [r for r in records if r["seed"] == 0 or r["method"] != "fusion"]
     assert ar.claims(one_seed, []).iloc[0]["ours"] == "rte: +3.0 (1–3 seeds per cell)"
+    cb = [_fusion("cb", "pfeiffer", 0, 60.0, epochs=20), _fusion("cb", "fusion", 0, 40.0, epochs=20)]
+    assert ar.claims(records + cb, []).iloc[0]["verdict"] == "partly"  # RTE gains, CB loses
+    assert ar.claims(cb, []).iloc[0]["verdict"] == "does not hold"
 
 
 def test_seed_spread_reads_the_single_task_runs_of_the_fusion_targets():

