@@ -49,14 +49,15 @@ from transformers import (
 )
 from transformers.utils import logging as hf_logging
 
-from adaptstudy.backbones import load_tokenizer, resolve_backbone
-from adaptstudy.config import FinetuneConfig
 from adaptstudy.data import load_task, resolve_task
-from adaptstudy.device import native_bf16, training_arguments, use_bf16
-from adaptstudy.methods import METHODS
-from adaptstudy.pretrain import PRETRAIN_ATTENTION_DROPOUT, load_mlm, pack_texts
-from adaptstudy.results import git_commit, versions
-from adaptstudy.train import _metric_fn, finetune
+from adaptstudy.data.encoding import pack_texts
+from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
+from adaptstudy.models.methods import METHODS
+from adaptstudy.models.mlm import PRETRAIN_ATTENTION_DROPOUT, load_mlm
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.records import git_commit, versions
+from adaptstudy.training.device import native_bf16, training_arguments, use_bf16
+from adaptstudy.training.finetune import finetune, metric_fn
 
 hf_logging.set_verbosity_error()
 BACKBONE = "minilm-l6"
@@ -78,7 +79,7 @@ class StepTimer(TrainerCallback):
         self.times.append(time.perf_counter() - self._start)
 
     @staticmethod
-    def pooled(timers: list["StepTimer"], warmup: int) -> list[float]:
+    def pooled(timers: list[StepTimer], warmup: int) -> list[float]:
         """Every run's step times after its own warm-up steps."""
         return [t for timer in timers for t in timer.times[warmup:]]
 
@@ -152,11 +153,22 @@ def train_flops_per_token(model, seq_len: float, mlm_decoder: float = 0.0) -> fl
 def _args(scratch, batch_size, lr, epochs=1.0, max_steps=-1, precision="fp32", **kw) -> TrainingArguments:
     """The stock recipe's arguments (fp32, the Trainer's defaults); our MLM path adds its own."""
     return training_arguments(
-        precision, output_dir=scratch, per_device_train_batch_size=batch_size, per_device_eval_batch_size=64,
-        learning_rate=lr, num_train_epochs=epochs, max_steps=max_steps, warmup_ratio=0.1,
-        eval_strategy="no", save_strategy="no", logging_strategy="no", report_to=[],
-        dataloader_num_workers=0, disable_tqdm=True, **{"seed": 42, **kw},
-    )  # fmt: skip
+        precision,
+        output_dir=scratch,
+        per_device_train_batch_size=batch_size,
+        per_device_eval_batch_size=64,
+        learning_rate=lr,
+        num_train_epochs=epochs,
+        max_steps=max_steps,
+        warmup_ratio=0.1,
+        eval_strategy="no",
+        save_strategy="no",
+        logging_strategy="no",
+        report_to=[],
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        **{"seed": 42, **kw},
+    )
 
 
 def stock_classification(task, method, n_train, batch_size, evaluate, seed):
@@ -173,9 +185,13 @@ def stock_classification(task, method, n_train, batch_size, evaluate, seed):
 
         text_columns = [c for c in ("text_a", "text_b") if c in splits["train"].column_names]
         enc = splits.map(encode, batched=True, remove_columns=text_columns)
-        config = FinetuneConfig(task=task, method=method, adapter_size=64 if method == "houlsby" else None, seed=seed).resolved()
+        config = FinetuneConfig(
+            task=task, method=method, adapter_size=64 if method == "houlsby" else None, seed=seed
+        ).resolved()
         set_seed(seed)  # the new head's init, as Trainer(model_init=...) would
-        model = AutoModelForSequenceClassification.from_pretrained(resolve_backbone(BACKBONE), num_labels=spec.num_labels)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            resolve_backbone(BACKBONE), num_labels=spec.num_labels
+        )
         model = METHODS.get(method).apply(model, config)
         trainer_cls = Trainer
         if method == "houlsby":
@@ -183,10 +199,14 @@ def stock_classification(task, method, n_train, batch_size, evaluate, seed):
 
             trainer_cls = AdapterTrainer
         trainer = trainer_cls(
-            model=model, args=_args(scratch, batch_size, LEARNING_RATES[method], seed=seed),
-            train_dataset=enc["train"], eval_dataset=enc[spec.eval_split],
-            data_collator=default_data_collator, compute_metrics=_metric_fn(spec), callbacks=[timer],
-        )  # fmt: skip
+            model=model,
+            args=_args(scratch, batch_size, LEARNING_RATES[method], seed=seed),
+            train_dataset=enc["train"],
+            eval_dataset=enc[spec.eval_split],
+            data_collator=default_data_collator,
+            compute_metrics=metric_fn(spec),
+            callbacks=[timer],
+        )
         trainer.train()
         metric = trainer.evaluate()[f"eval_{spec.main_metric}"] if evaluate else None
     useful = float(np.mean([sum(m) for m in enc["train"]["attention_mask"]]))
@@ -196,9 +216,15 @@ def stock_classification(task, method, n_train, batch_size, evaluate, seed):
 def ours_classification(task, method, n_train, batch_size, evaluate, seed):
     spec = resolve_task(task)
     config = FinetuneConfig(
-        task=task, method=method, adapter_size=64 if method == "houlsby" else None, seed=seed,
-        learning_rate=LEARNING_RATES[method], num_train_epochs=1, max_train_examples=n_train, batch_size=batch_size,
-    )  # fmt: skip
+        task=task,
+        method=method,
+        adapter_size=64 if method == "houlsby" else None,
+        seed=seed,
+        learning_rate=LEARNING_RATES[method],
+        num_train_epochs=1,
+        max_train_examples=n_train,
+        batch_size=batch_size,
+    )
     timer = StepTimer()
     with PeakRSS() as mem:
         record = finetune(config, write=False, callbacks=[timer])
@@ -225,9 +251,12 @@ def stock_mlm(texts, max_len, steps, batch_size):
             lambda b: tok(b["text"], truncation=True, max_length=max_len), batched=True, remove_columns=["text"]
         )
         Trainer(
-            model=model, args=_args(scratch, batch_size, 1e-4, max_steps=steps), train_dataset=ds,
-            data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15), callbacks=[timer],
-        ).train()  # fmt: skip
+            model=model,
+            args=_args(scratch, batch_size, 1e-4, max_steps=steps),
+            train_dataset=ds,
+            data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15),
+            callbacks=[timer],
+        ).train()
     useful_per_row = float(np.mean([len(x) for x in ds["input_ids"]]))
     return timer, mem.added_mb, useful_per_row, model
 
@@ -240,10 +269,20 @@ def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTEN
         model = load_mlm(BACKBONE, attention_dropout)
         ds = pack_texts(texts, tok, max_len, drop_last=True)
         Trainer(
-            model=model, train_dataset=ds, callbacks=[timer],
-            args=_args(scratch, batch_size, 1e-4, max_steps=steps, remove_unused_columns=False, optim="adamw_torch_fused", precision="auto"),
+            model=model,
+            train_dataset=ds,
+            callbacks=[timer],
+            args=_args(
+                scratch,
+                batch_size,
+                1e-4,
+                max_steps=steps,
+                remove_unused_columns=False,
+                optim="adamw_torch_fused",
+                precision="auto",
+            ),
             data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15),
-        ).train()  # fmt: skip
+        ).train()
     return timer, mem.added_mb, float(max_len), model.mlm
 
 
@@ -252,16 +291,27 @@ def run(quick: bool) -> dict:
     warmup = 2 if quick else 3
     peak32 = matmul_peak(torch.float32, reps=5 if quick else 20)
     # Without AVX512-BF16/AMX, bf16 matmuls are emulated (about 1 GFLOP/s on an AVX2 machine): keep them small.
-    peak16 = matmul_peak(torch.bfloat16, reps=5 if quick else 20) if native_bf16() else matmul_peak(torch.bfloat16, n=512, reps=2)
+    peak16 = (
+        matmul_peak(torch.bfloat16, reps=5 if quick else 20)
+        if native_bf16()
+        else matmul_peak(torch.bfloat16, n=512, reps=2)
+    )
     out = {
         "machine": {
-            "cpu": _cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(), "native_bf16": native_bf16(),
-            "matmul_fp32_flops": peak32, "matmul_bf16_flops": peak16,
+            "cpu": _cpu_name(),
+            "cores": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "native_bf16": native_bf16(),
+            "matmul_fp32_flops": peak32,
+            "matmul_bf16_flops": peak16,
         },
-        "versions": versions(), "git_commit": git_commit(), "quick": quick, "rows": [],
+        "versions": versions(),
+        "git_commit": git_commit(),
+        "quick": quick,
+        "rows": [],
         "precision": {"stock": "fp32", "ours": "bf16 autocast" if use_bf16("auto") else "fp32"},
-    }  # fmt: skip
+    }
     print(f"matmul peak: fp32 {peak32 / 1e9:.0f} GFLOP/s, bf16 {peak16 / 1e9:.0f} GFLOP/s", flush=True)
     batch = 32
     sizes = {"sst2": 256 if quick else 4000, "mrpc": 256 if quick else None}
@@ -280,8 +330,11 @@ def run(quick: bool) -> dict:
     max_len, mlm_batch, steps = 256, 16, (8 if quick else 25)
     texts = imdb_texts(800 if quick else 2000)
     results = {}
-    variants = (("stock", stock_mlm, {}), ("ours", ours_mlm, {}),
-                ("ours, attention dropout 0.1", ours_mlm, {"attention_dropout": 0.1}))  # fmt: skip
+    variants = (
+        ("stock", stock_mlm, {}),
+        ("ours", ours_mlm, {}),
+        ("ours, attention dropout 0.1", ours_mlm, {"attention_dropout": 0.1}),
+    )
     for path, fn, kw in variants:
         timer, peak_mb, useful, model = fn(texts, max_len, steps, mlm_batch, **kw)
         results[path] = (timer.times[warmup:], peak_mb, None, useful)
@@ -291,7 +344,9 @@ def run(quick: bool) -> dict:
 
 def _model_for_flops(task, method):
     config = FinetuneConfig(task=task, method=method, adapter_size=64 if method == "houlsby" else None).resolved()
-    model = AutoModelForSequenceClassification.from_pretrained(resolve_backbone(BACKBONE), num_labels=resolve_task(task).num_labels)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        resolve_backbone(BACKBONE), num_labels=resolve_task(task).num_labels
+    )
     return METHODS.get(method).apply(model, config)
 
 
@@ -303,13 +358,22 @@ def _add_rows(out, name, results, batch, model, peak32, peak16, warmup, mlm=Fals
         tok_s = ex_s * useful
         flops = train_flops_per_token(model, seq_len=useful, mlm_decoder=0.15 if mlm else 0.0) * tok_s
         row = {
-            "row": name, "path": path, "batch_size": batch, "timed_steps": len(steps),
-            "median_step_s": step, "examples_per_s": ex_s, "useful_tokens_per_example": useful,
-            "useful_tokens_per_s": tok_s, "model_flops_per_s": flops, "mfu_fp32": flops / peak32,
-            "mfu_bf16": flops / peak16, "peak_rss_added_mb": peak_mb, "dev_metrics": metrics,
+            "row": name,
+            "path": path,
+            "batch_size": batch,
+            "timed_steps": len(steps),
+            "median_step_s": step,
+            "examples_per_s": ex_s,
+            "useful_tokens_per_example": useful,
+            "useful_tokens_per_s": tok_s,
+            "model_flops_per_s": flops,
+            "mfu_fp32": flops / peak32,
+            "mfu_bf16": flops / peak16,
+            "peak_rss_added_mb": peak_mb,
+            "dev_metrics": metrics,
             "dev_metric": statistics.mean(metrics) if metrics else None,
             "dev_metric_sd": statistics.stdev(metrics) if metrics and len(metrics) > 1 else None,
-        }  # fmt: skip
+        }
         if base is None:
             base = row
         else:

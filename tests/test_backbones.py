@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from adaptstudy.backbones import MINILM_L3_PACKAGE, load_tokenizer, resolve_backbone
 from adaptstudy.data import load_task
+from adaptstudy.models.backbones import MINILM_L3_PACKAGE, load_tokenizer, resolve_backbone
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +35,14 @@ def test_converted_hidden_states_match_onnxruntime_on_real_sentences(l3, mrpc_pa
     batch = tokenizer(list(mrpc_pairs["text_a"]), padding=True, truncation=True, max_length=128, return_tensors="np")
     session = _onnx_session()
     names = [o.name for o in session.get_outputs()]
-    outputs = dict(zip(names, session.run(None, {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]})))
+    outputs = dict(
+        zip(names, session.run(None, {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}))
+    )
     expected = next(v for v in outputs.values() if v.ndim == 3)  # the token embeddings (last hidden state)
     with torch.no_grad():
-        ours = model(input_ids=torch.from_numpy(batch["input_ids"]), attention_mask=torch.from_numpy(batch["attention_mask"])).last_hidden_state
+        ours = model(
+            input_ids=torch.from_numpy(batch["input_ids"]), attention_mask=torch.from_numpy(batch["attention_mask"])
+        ).last_hidden_state
     mask = batch["attention_mask"].astype(bool)
     assert model.config.num_hidden_layers == 3 and model.config.hidden_size == 384
     assert np.abs(ours.numpy()[mask] - expected[mask]).max() < 1e-4

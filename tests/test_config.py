@@ -1,7 +1,8 @@
 import pytest
 
-from adaptstudy.config import ConfigError, FinetuneConfig, validate
-from adaptstudy.notebook import parameters
+from adaptstudy.launch.notebook import parameters
+from adaptstudy.runs.base import ConfigError, validate
+from adaptstudy.runs.finetune_config import FinetuneConfig
 
 
 def test_run_id_is_stable_and_changes_with_any_setting():
@@ -12,7 +13,10 @@ def test_run_id_is_stable_and_changes_with_any_setting():
     assert a.run_id != FinetuneConfig(task="mrpc", method="houlsby", adapter_size=8).run_id
     assert a.run_id != FinetuneConfig(task="mrpc", method="houlsby", adapter_size=64, seed=1).run_id
     # where data and results live is not part of the run
-    assert a.run_id == FinetuneConfig(task="mrpc", method="houlsby", adapter_size=64, data_dir="/x", results_dir="/y").run_id
+    assert (
+        a.run_id
+        == FinetuneConfig(task="mrpc", method="houlsby", adapter_size=64, data_dir="/x", results_dir="/y").run_id
+    )
 
 
 def test_adapter_methods_get_their_default_size():

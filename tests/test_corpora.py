@@ -2,8 +2,8 @@
 
 import pytest
 
-from adaptstudy.corpora import CORPORA, load_corpus
 from adaptstudy.data import load_task
+from adaptstudy.data.corpora import CORPORA, load_corpus
 
 
 def test_general_corpus_is_plain_text_without_brown_tags(data_dir):
@@ -21,7 +21,9 @@ def test_reviews_corpus_leaves_out_what_helpfulness_evaluates_on(data_dir):
     assert clean.excluded >= len(evaluated) and len(clean.documents) == len(everything.documents) - clean.excluded
     assert not evaluated & {" ".join(d.split()).lower() for d in clean.documents}
     train = {" ".join(t.split()).lower() for t in held_out["train"]["text_a"]}
-    assert train <= {" ".join(d.split()).lower() for d in clean.documents}  # training reviews stay: TAPT-like overlap is allowed
+    assert train <= {
+        " ".join(d.split()).lower() for d in clean.documents
+    }  # training reviews stay: TAPT-like overlap is allowed
 
 
 def test_task_corpus_is_the_training_texts(data_dir):

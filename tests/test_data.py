@@ -1,19 +1,11 @@
 import json
 
 import numpy as np
-
 import pytest
 
-from adaptstudy.data import (
-    TASKS,
-    DataNotFoundError,
-    MalformedDataError,
-    load_task,
-    register_task,
-    resolve_task,
-    subsample,
-)
-from adaptstudy.registry import UnknownNameError
+from adaptstudy.common.registry import UnknownNameError
+from adaptstudy.data import TASKS, DataNotFoundError, MalformedDataError, load_task, register_task, resolve_task
+from adaptstudy.data.splits import subsample
 
 # Split sizes and label sets as the mirror's README gives them.
 GLUE = {
@@ -72,19 +64,34 @@ def test_custom_jsonl_task_from_a_mapping(data_dir):
         "files": {"train": "dsp/chemprot/train.jsonl", "dev": "dsp/chemprot/dev.jsonl"},
         "text_fields": ["text"],
         "label_field": "label",
-        "labels": ["ACTIVATOR", "AGONIST", "AGONIST-ACTIVATOR", "AGONIST-INHIBITOR", "ANTAGONIST",
-                   "DOWNREGULATOR", "INDIRECT-DOWNREGULATOR", "INDIRECT-UPREGULATOR", "INHIBITOR",
-                   "PRODUCT-OF", "SUBSTRATE", "SUBSTRATE_PRODUCT-OF", "UPREGULATOR"],
+        "labels": [
+            "ACTIVATOR",
+            "AGONIST",
+            "AGONIST-ACTIVATOR",
+            "AGONIST-INHIBITOR",
+            "ANTAGONIST",
+            "DOWNREGULATOR",
+            "INDIRECT-DOWNREGULATOR",
+            "INDIRECT-UPREGULATOR",
+            "INHIBITOR",
+            "PRODUCT-OF",
+            "SUBSTRATE",
+            "SUBSTRATE_PRODUCT-OF",
+            "UPREGULATOR",
+        ],
         "metrics": ["micro_f1", "macro_f1"],
         "main_metric": "micro_f1",
-    }  # fmt: skip
+    }
     splits = load_task(spec, data_dir)
     assert (len(splits["train"]), len(splits["dev"])) == (4169, 2427)
     assert len(set(splits["train"]["label"])) == 13
 
 
 def test_unknown_task_lists_valid_names():
-    with pytest.raises(UnknownNameError, match=r"unknown task 'rtee' \(did you mean 'rte'\?\); valid: acl-arc, agnews, cb, chemprot, cola, .*wic, wnli"):
+    with pytest.raises(
+        UnknownNameError,
+        match=r"unknown task 'rtee' \(did you mean 'rte'\?\); valid: acl-arc, agnews, cb, chemprot, cola, .*wic, wnli",
+    ):
         load_task("rtee")
 
 
@@ -126,8 +133,16 @@ def test_malformed_rows_name_file_and_line(tmp_path, body, message):
 def test_malformed_jsonl_names_line(tmp_path):
     rows = [{"text": "ok", "label": "a"}, {"text": "no label"}]
     (tmp_path / "d.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    spec = {"name": "j", "format": "jsonl", "files": {"train": "d.jsonl", "dev": "d.jsonl"}, "text_fields": ["text"],
-            "label_field": "label", "labels": ["a"], "metrics": ["accuracy"], "main_metric": "accuracy"}  # fmt: skip
+    spec = {
+        "name": "j",
+        "format": "jsonl",
+        "files": {"train": "d.jsonl", "dev": "d.jsonl"},
+        "text_fields": ["text"],
+        "label_field": "label",
+        "labels": ["a"],
+        "metrics": ["accuracy"],
+        "main_metric": "accuracy",
+    }
     with pytest.raises(MalformedDataError, match=r"d.jsonl:2: no label field 'label'"):
         load_task(spec, tmp_path)
 
@@ -140,10 +155,19 @@ def test_a_registered_custom_task_is_found_by_name(tmp_path):
 
 
 def test_a_task_without_an_evaluation_split_is_rejected():
-    spec = {"name": "x", "format": "jsonl", "files": {"train": "a.jsonl"}, "text_fields": ["t"],
-            "label_field": "l", "labels": ["a"], "metrics": ["accuracy"], "main_metric": "accuracy"}  # fmt: skip
+    spec = {
+        "name": "x",
+        "format": "jsonl",
+        "files": {"train": "a.jsonl"},
+        "text_fields": ["t"],
+        "label_field": "l",
+        "labels": ["a"],
+        "metrics": ["accuracy"],
+        "main_metric": "accuracy",
+    }
     with pytest.raises(ValueError, match="needs a 'train' split and an evaluation split"):
         resolve_task(spec)
+
 
 DUPLICATED_IMDB_REVIEWS = 92  # distinct texts that occur more than once among the 25k labelled reviews
 
@@ -175,9 +199,12 @@ def test_resplit_caps_nest_the_smaller_setting_in_the_larger_pool(data_dir):
 
 @pytest.mark.parametrize(
     "name, sizes, labels, metric",
-    [("chemprot", (4169, 2427, 3469), 13, "micro_f1"), ("acl-arc", (1688, 114, 139), 6, "macro_f1"),
-     ("scierc", (3219, 455, 974), 7, "macro_f1")],
-)  # fmt: skip
+    [
+        ("chemprot", (4169, 2427, 3469), 13, "micro_f1"),
+        ("acl-arc", (1688, 114, 139), 6, "macro_f1"),
+        ("scierc", (3219, 455, 974), 7, "macro_f1"),
+    ],
+)
 def test_dont_stop_pretraining_tasks_load_with_their_sizes_labels_and_metric(name, sizes, labels, metric, data_dir):
     splits = load_task(name, data_dir)
     assert tuple(len(splits[s]) for s in ("train", "dev", "test")) == sizes
@@ -188,8 +215,12 @@ def test_dont_stop_pretraining_tasks_load_with_their_sizes_labels_and_metric(nam
 
 @pytest.mark.parametrize(
     "name, sizes, positives",
-    [("hyperpartisan", (516, 64, 65), 238), ("agnews", (8980, 1000, 7600), None), ("helpfulness", (2415, 345, 690), None)],
-)  # fmt: skip
+    [
+        ("hyperpartisan", (516, 64, 65), 238),
+        ("agnews", (8980, 1000, 7600), None),
+        ("helpfulness", (2415, 345, 690), None),
+    ],
+)
 def test_built_tasks_have_fixed_disjoint_splits(name, sizes, positives, data_dir):
     splits = load_task(name, data_dir)
     assert tuple(len(splits[s]) for s in ("train", "dev", "test")) == sizes
@@ -201,7 +232,7 @@ def test_built_tasks_have_fixed_disjoint_splits(name, sizes, positives, data_dir
 
 
 def test_helpfulness_follows_its_vote_rule(data_dir):
-    from adaptstudy.task_builders import HELPFUL_MIN_VOTES, HELPFUL_SHARE, blitzer_reviews, helpfulness_rows
+    from adaptstudy.data.builders import HELPFUL_MIN_VOTES, HELPFUL_SHARE, blitzer_reviews, helpfulness_rows
 
     reviews = blitzer_reviews(data_dir)
     assert len(reviews) == 8000  # 4 domains x (1000 positive + 1000 negative)

@@ -6,7 +6,7 @@ from datasets import Dataset
 from torch import nn
 from transformers import Trainer
 
-from adaptstudy.device import training_arguments, use_bf16
+from adaptstudy.training.device import training_arguments, use_bf16
 
 
 class _Probe(nn.Module):
@@ -23,8 +23,15 @@ class _Probe(nn.Module):
 
 def _autocast_seen(tmp_path, precision: str) -> bool:
     probe = _Probe()
-    args = training_arguments(precision, output_dir=str(tmp_path), max_steps=1, per_device_train_batch_size=2,
-                              report_to=[], save_strategy="no", disable_tqdm=True)  # fmt: skip
+    args = training_arguments(
+        precision,
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        report_to=[],
+        save_strategy="no",
+        disable_tqdm=True,
+    )
     Trainer(model=probe, args=args, train_dataset=Dataset.from_dict({"x": [[1.0] * 4] * 2, "labels": [0, 0]})).train()
     return probe.autocast[0]
 

@@ -1,11 +1,12 @@
-"""The Don't Stop Pretraining chapter: conditions read off the pretraining chain, Table 5 beside ours, gains, verdicts."""
+"""The Don't Stop Pretraining chapter: conditions read off the pretraining chain, Table 5 beside ours, gains,
+verdicts."""
 
 import pandas as pd
 import pytest
 
-from adaptstudy import dsp_report as dr
-from adaptstudy.config import FinetuneConfig
-from adaptstudy.results import base_record, read_records, records_frame, write_record
+from adaptstudy.reporting import dsp as dr
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.records import base_record, read_records, records_frame, write_record
 
 WARM = {"corpus": "general", "mode": "head", "max_steps": 10}
 DAPT = {"corpus": "reviews", "mode": "full", "max_steps": 10, "init_from": WARM}
@@ -18,9 +19,19 @@ ADAPTER_DAPT = {"corpus": "reviews", "mode": "seq_bn", "max_steps": 10, "init_fr
 def _run(folder, score, init_from, seed=0, method="full", task="helpfulness", metric="macro_f1", **settings):
     config = FinetuneConfig(task=task, method=method, seed=seed, init_from=init_from, **settings)
     record = base_record(config)
-    record.update(status="ok", metrics={metric: score}, main_metric=metric, main_metric_value=score, trainable_params=1,
-                  total_params=1, train_runtime_s=1.0, train_examples_per_s=1.0, peak_rss_mb=1.0, device="cpu",
-                  finished_at="2026-11-23T00:00:00+00:00")  # fmt: skip
+    record.update(
+        status="ok",
+        metrics={metric: score},
+        main_metric=metric,
+        main_metric_value=score,
+        trainable_params=1,
+        total_params=1,
+        train_runtime_s=1.0,
+        train_examples_per_s=1.0,
+        peak_rss_mb=1.0,
+        device="cpu",
+        finished_at="2026-11-23T00:00:00+00:00",
+    )
     write_record(record, folder)
 
 
@@ -30,7 +41,9 @@ def runs(tmp_path):
         for score, start in ((base, WARM), (dapt, DAPT), (tapt, TAPT), (both, DAPT_TAPT), (other, NOT_DAPT)):
             _run(tmp_path, float(score), start, seed=seed)
     _run(tmp_path, 59.0, WARM, method="pfeiffer")  # the adapter family's baseline
-    _run(tmp_path, 62.5, ADAPTER_DAPT, method="pfeiffer", adapter_use="continue")  # +3.5, the full model's DAPT gains +3.0
+    _run(
+        tmp_path, 62.5, ADAPTER_DAPT, method="pfeiffer", adapter_use="continue"
+    )  # +3.5, the full model's DAPT gains +3.0
     _run(tmp_path, 55.0, {**DAPT, "corpus_fraction": 0.1}, seed=0)
     return dr.label_runs(records_frame(tmp_path), read_records(tmp_path))
 
@@ -40,8 +53,13 @@ def test_conditions_are_read_off_the_pretraining_chain():
     assert dr.condition("helpfulness", dr.chain(DAPT)) == "dapt"
     assert dr.condition("agnews", dr.chain(DAPT)) == "not-dapt"  # reviews text for a news task
     assert dr.condition("helpfulness", dr.chain(DAPT_TAPT)) == "dapt+tapt"
-    assert dr.condition("helpfulness", dr.chain({"corpus": "reviews", "mode": "full"})) is None  # no warmed head under it
-    assert dr.adaptation("pfeiffer", dr.chain(ADAPTER_DAPT), "stack") == ("pfeiffer adapter", "pfeiffer adapter, seq_bn pretrained (stack)")
+    assert (
+        dr.condition("helpfulness", dr.chain({"corpus": "reviews", "mode": "full"})) is None
+    )  # no warmed head under it
+    assert dr.adaptation("pfeiffer", dr.chain(ADAPTER_DAPT), "stack") == (
+        "pfeiffer adapter",
+        "pfeiffer adapter, seq_bn pretrained (stack)",
+    )
     assert dr.adaptation("full", dr.chain(DAPT_TAPT), None) == ("full model", "full model")
 
 
@@ -60,30 +78,60 @@ def test_main_table_puts_ours_beside_table_5(runs):
 
 def test_tasks_without_a_domain_corpus_say_so_in_the_dapt_cells(tmp_path):
     _run(tmp_path, 50.0, WARM, task="chemprot", metric="micro_f1")
-    row = dr.main_table(dr.label_runs(records_frame(tmp_path), read_records(tmp_path))).set_index(["task", "model"]).loc[("chemprot", "ours: full model")]
-    assert (row["baseline"], row["dapt"], row["dapt+tapt"], row["not-dapt"]) == ("50.0 ± 0.0 (1)", "no corpus offline", "no corpus offline", "–")
+    row = (
+        dr.main_table(dr.label_runs(records_frame(tmp_path), read_records(tmp_path)))
+        .set_index(["task", "model"])
+        .loc[("chemprot", "ours: full model")]
+    )
+    assert (row["baseline"], row["dapt"], row["dapt+tapt"], row["not-dapt"]) == (
+        "50.0 ± 0.0 (1)",
+        "no corpus offline",
+        "no corpus offline",
+        "–",
+    )
 
 
 def test_verdicts_follow_the_gains(runs):
     verdicts = dr.claims(runs).set_index("claim")["verdict"]
     assert list(verdicts) == ["holds", "holds", "holds", "holds", "holds"]
-    pretraining = pd.DataFrame({"task": ["mlm:reviews", "mlm:reviews", "mlm:reviews", "mlm:general"], "method": ["full", "seq_bn", "full", "head"],
-                                "config.corpus_fraction": [1.0, 1.0, 0.1, 1.0], "train_runtime_s": [600.0, 300.0, 60.0, 200.0],
-                                "trainable_params": [22_700_000, 300_000, 22_700_000, 179_000], "peak_rss_mb": [3072.0, 2048.0, 3072.0, 2000.0]})  # fmt: skip
+    pretraining = pd.DataFrame(
+        {
+            "task": ["mlm:reviews", "mlm:reviews", "mlm:reviews", "mlm:general"],
+            "method": ["full", "seq_bn", "full", "head"],
+            "config.corpus_fraction": [1.0, 1.0, 0.1, 1.0],
+            "train_runtime_s": [600.0, 300.0, 60.0, 200.0],
+            "trainable_params": [22_700_000, 300_000, 22_700_000, 179_000],
+            "peak_rss_mb": [3072.0, 2048.0, 3072.0, 2000.0],
+        }
+    )
     adapters = dr.claims(runs, pretraining).iloc[-1]["ours"]
-    assert adapters.endswith("DAPT per corpus: full 10.0 min, 22.70M trained, peak 3.0 GB; seq_bn 5.0 min, 0.30M trained, peak 2.0 GB")
+    assert adapters.endswith(
+        "DAPT per corpus: full 10.0 min, 22.70M trained, peak 3.0 GB; seq_bn 5.0 min, 0.30M trained, peak 2.0 GB"
+    )
     sizes = dr.data_size_frame(runs).set_index(["family", "corpus_fraction"])["gain"]
     assert sizes.to_dict() == {("full model", 0.1): -6.0, ("full model", 1.0): 3.0, ("pfeiffer adapter", 1.0): 3.5}
 
 
 def test_the_recipe_is_read_off_the_records(runs):
-    pretraining = pd.DataFrame({"task": ["mlm:general", "mlm:reviews", "mlm:reviews", "mlm:task:helpfulness"],
-                                "method": ["head", "full", "full", "full"], "steps": [400, 314, 31, 100],
-                                "config.corpus_fraction": [1.0, 1.0, 0.1, 1.0], "config.learning_rate": [1e-3, 1e-4, 1e-4, 1e-4],
-                                "config.batch_size": 32, "config.max_seq_length": 128, "config.mlm_probability": 0.15})  # fmt: skip
+    pretraining = pd.DataFrame(
+        {
+            "task": ["mlm:general", "mlm:reviews", "mlm:reviews", "mlm:task:helpfulness"],
+            "method": ["head", "full", "full", "full"],
+            "steps": [400, 314, 31, 100],
+            "config.corpus_fraction": [1.0, 1.0, 0.1, 1.0],
+            "config.learning_rate": [1e-3, 1e-4, 1e-4, 1e-4],
+            "config.batch_size": 32,
+            "config.max_seq_length": 128,
+            "config.mlm_probability": 0.15,
+        }
+    )
     note = dr.recipe_note(runs, pretraining)
     assert "3 epochs on the whole training set (helpfulness); batch 32" in note and "warmup 10%" in note
-    assert "warm-up 400 steps at learning rate 0.001" in note and "(reviews 314 steps)" in note and "TAPT 100 steps" in note
+    assert (
+        "warm-up 400 steps at learning rate 0.001" in note
+        and "(reviews 314 steps)" in note
+        and "TAPT 100 steps" in note
+    )
 
 
 def test_the_recipe_names_each_schedule_with_its_tasks(tmp_path):
@@ -91,26 +139,56 @@ def test_the_recipe_names_each_schedule_with_its_tasks(tmp_path):
     _run(tmp_path, 20.0, WARM, task="scierc", num_train_epochs=10, max_train_examples=1000)
     _run(tmp_path, 50.0, WARM, task="chemprot", metric="micro_f1", num_train_epochs=10, max_train_examples=1000)
     runs = dr.label_runs(records_frame(tmp_path), read_records(tmp_path))
-    pretraining = pd.DataFrame({"task": ["mlm:general"], "method": ["head"], "steps": [400], "config.corpus_fraction": [1.0],
-                                "config.learning_rate": [1e-3], "config.batch_size": 32, "config.max_seq_length": 128,
-                                "config.mlm_probability": 0.15})  # fmt: skip
+    pretraining = pd.DataFrame(
+        {
+            "task": ["mlm:general"],
+            "method": ["head"],
+            "steps": [400],
+            "config.corpus_fraction": [1.0],
+            "config.learning_rate": [1e-3],
+            "config.batch_size": 32,
+            "config.max_seq_length": 128,
+            "config.mlm_probability": 0.15,
+        }
+    )
     note = dr.recipe_note(runs, pretraining)
-    assert "3 epochs on at most 500 examples (helpfulness); 10 epochs on at most 1000 examples (chemprot, scierc); " in note
+    assert (
+        "3 epochs on at most 500 examples (helpfulness); 10 epochs on at most 1000 examples (chemprot, scierc); "
+        in note
+    )
 
 
 def test_pretraining_tables_tell_tapt_from_dapt_plus_tapt():
-    records = [{"run_id": "a", "config": {"init_from": WARM}}, {"run_id": "b", "config": {"init_from": DAPT}},
-               {"run_id": "c", "config": {}}]  # fmt: skip
-    frame = pd.DataFrame({"run_id": ["b", "a", "c"], "task": ["mlm:task:helpfulness", "mlm:task:helpfulness", "mlm:general"],
-                          "method": ["full", "full", "head"], "config.corpus_fraction": 1.0, "perplexity_before": [75.0, 565.0, 46384.7],
-                          "main_metric_value": [67.8, 126.6, 734.1]})  # fmt: skip
+    records = [
+        {"run_id": "a", "config": {"init_from": WARM}},
+        {"run_id": "b", "config": {"init_from": DAPT}},
+        {"run_id": "c", "config": {}},
+    ]
+    frame = pd.DataFrame(
+        {
+            "run_id": ["b", "a", "c"],
+            "task": ["mlm:task:helpfulness", "mlm:task:helpfulness", "mlm:general"],
+            "method": ["full", "full", "head"],
+            "config.corpus_fraction": 1.0,
+            "perplexity_before": [75.0, 565.0, 46384.7],
+            "main_metric_value": [67.8, 126.6, 734.1],
+        }
+    )
     table = dr.perplexity_table(dr.label_pretraining(frame, records))
     assert table[["corpus", "starts from", "perplexity after"]].values.tolist() == [
-        ["general", "backbone", 734.1], ["task:helpfulness", "reviews (full) ← warmed head", 67.8], ["task:helpfulness", "warmed head", 126.6]]
+        ["general", "backbone", 734.1],
+        ["task:helpfulness", "reviews (full) ← warmed head", 67.8],
+        ["task:helpfulness", "warmed head", 126.6],
+    ]
 
 
 def test_dapt_plus_tapt_is_judged_against_the_baseline_on_the_tasks_that_ran_it(tmp_path):
-    for score, start in ((60.0, WARM), (58.0, DAPT), (59.0, TAPT), (59.5, DAPT_TAPT)):  # every condition below the baseline
+    for score, start in (
+        (60.0, WARM),
+        (58.0, DAPT),
+        (59.0, TAPT),
+        (59.5, DAPT_TAPT),
+    ):  # every condition below the baseline
         _run(tmp_path, score, start)
     chemprot_tapt = {**TAPT, "corpus": "task:chemprot"}
     for score, start in ((50.0, WARM), (52.0, chemprot_tapt)):  # no corpus for DAPT: not a case of the claim

@@ -7,17 +7,37 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from adaptstudy.backbones import resolve_backbone
-from adaptstudy.config import ConfigError, FinetuneConfig, validate
+from adaptstudy.common.files import is_complete
 from adaptstudy.data import load_task, resolve_task
-from adaptstudy.fusion import SOURCE_MARKER, load_fusion, save_fusion, source_config, source_folder
-from adaptstudy.methods import count_parameters
-from adaptstudy.train import build_model, finetune
+from adaptstudy.models.backbones import resolve_backbone
+from adaptstudy.models.methods import count_parameters
+from adaptstudy.runs.base import ConfigError, validate
+from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, source_folder
+from adaptstudy.training.fusion import load_fusion, save_fusion
+from adaptstudy.training.runner import run
+from adaptstudy.training.starting_point import build_model
 
-SOURCES = {"method": "pfeiffer", "adapter_size": 8, "learning_rate": 1e-3, "num_train_epochs": 1, "max_train_examples": 16,
-           "max_seq_length": 48, "batch_size": 8, "seed": 0}  # fmt: skip
-TINY = {"task": "rte", "method": "fusion", "fusion_sources": ["rte", "mrpc"], "source_settings": SOURCES,
-        "num_train_epochs": 1, "max_train_examples": 16, "max_eval_examples": 32, "max_seq_length": 48, "batch_size": 8}  # fmt: skip
+SOURCES = {
+    "method": "pfeiffer",
+    "adapter_size": 8,
+    "learning_rate": 1e-3,
+    "num_train_epochs": 1,
+    "max_train_examples": 16,
+    "max_seq_length": 48,
+    "batch_size": 8,
+    "seed": 0,
+}
+TINY = {
+    "task": "rte",
+    "method": "fusion",
+    "fusion_sources": ["rte", "mrpc"],
+    "source_settings": SOURCES,
+    "num_train_epochs": 1,
+    "max_train_examples": 16,
+    "max_eval_examples": 32,
+    "max_seq_length": 48,
+    "batch_size": 8,
+}
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +47,7 @@ def fused(tmp_path_factory, data_dir):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ADAPTSTUDY_CACHE", str(root / "cache"))
         config = FinetuneConfig(**TINY, results_dir=str(root / "results"))
-        record = finetune(config)
+        record = run(config)
         model = build_model(config.resolved(), resolve_task("rte"))
         yield root, config, record, model
 
@@ -38,7 +58,7 @@ def test_source_adapters_are_trained_once_into_the_cache_with_their_records(fuse
     sources = [r for r in runs if r["method"] == "pfeiffer"]  # written with the fusion run's record: they are ST-A runs
     assert sorted(r["task"] for r in sources) == ["mrpc", "rte"] and len(runs) == 3
     folders = list((root / "cache" / "adapters").iterdir())
-    assert len(folders) == 2 and all((f / SOURCE_MARKER).is_file() for f in folders)
+    assert len(folders) == 2 and all(is_complete(f) for f in folders)
 
 
 def test_only_the_fusion_layers_and_the_head_train(fused):
@@ -60,7 +80,7 @@ def test_the_record_keeps_the_mean_attention_over_sources(fused):
 def test_a_saved_fusion_setup_reloads_to_the_same_predictions(fused, tmp_path, data_dir):
     root, config, _, model = fused
     with torch.no_grad():  # make the fusion layers and head differ from a fresh setup, as training would
-        for name, param in model.named_parameters():
+        for param in model.parameters():
             if param.requires_grad:
                 param.add_(torch.randn_like(param) * 0.05)
     model.eval()
@@ -69,8 +89,9 @@ def test_a_saved_fusion_setup_reloads_to_the_same_predictions(fused, tmp_path, d
         mp.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "empty-cache"))  # the saved folder alone suffices
         reloaded = load_fusion(tmp_path / "saved")
     dev = load_task("rte", data_dir)["dev"].select(range(32))
-    batch = AutoTokenizer.from_pretrained(resolve_backbone("minilm-l6"))(list(dev["text_a"]), list(dev["text_b"]),
-                                                                          padding=True, truncation=True, max_length=64, return_tensors="pt")  # fmt: skip
+    batch = AutoTokenizer.from_pretrained(resolve_backbone("minilm-l6"))(
+        list(dev["text_a"]), list(dev["text_b"]), padding=True, truncation=True, max_length=64, return_tensors="pt"
+    )
     with torch.inference_mode():
         before, after = model(**batch).logits, reloaded(**batch).logits
     assert torch.allclose(before, after, atol=1e-5)

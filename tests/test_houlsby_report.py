@@ -3,20 +3,33 @@
 import pandas as pd
 import pytest
 
-from adaptstudy import houlsby_report as hr
-from adaptstudy.config import FinetuneConfig
-from adaptstudy.results import base_record, records_frame, write_record
+from adaptstudy.reporting import houlsby as hr
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.records import base_record, records_frame, write_record
 
 BACKBONE = 22_713_216
 
 
 def _run(folder, score, task="rte", method="full", seed=0, lr=5e-5, size=None, trainable=BACKBONE, **settings):
-    record = base_record(FinetuneConfig(task=task, method=method, seed=seed, learning_rate=lr, adapter_size=size, **settings))
+    record = base_record(
+        FinetuneConfig(task=task, method=method, seed=seed, learning_rate=lr, adapter_size=size, **settings)
+    )
     metric = "f1" if task == "mrpc" else "accuracy"
-    record.update(status="ok", metrics={metric: score}, main_metric=metric, main_metric_value=score,
-                  trainable_params=trainable, total_params=BACKBONE + trainable, backbone_params=BACKBONE,
-                  train_runtime_s=1.0, train_examples_per_s=1.0, peak_rss_mb=1.0, finished_at="2026-11-23T00:00:00+00:00",
-                  train_examples=100, device="cpu")  # fmt: skip
+    record.update(
+        status="ok",
+        metrics={metric: score},
+        main_metric=metric,
+        main_metric_value=score,
+        trainable_params=trainable,
+        total_params=BACKBONE + trainable,
+        backbone_params=BACKBONE,
+        train_runtime_s=1.0,
+        train_examples_per_s=1.0,
+        peak_rss_mb=1.0,
+        finished_at="2026-11-23T00:00:00+00:00",
+        train_examples=100,
+        device="cpu",
+    )
     write_record(record, folder)
 
 
@@ -91,21 +104,42 @@ def test_verdicts_follow_the_numbers(runs):
 
 
 def test_ablation_matrix_is_first_by_last():
-    record = {"task": "rte", "main_metric": "accuracy", "metrics": {"accuracy": 70.0},
-              "layer_ablation": [{"first": 0, "last": 0, "accuracy": 69.0}, {"first": 0, "last": 1, "accuracy": 55.0},
-                                 {"first": 1, "last": 1, "accuracy": 66.0}]}  # fmt: skip
+    record = {
+        "task": "rte",
+        "main_metric": "accuracy",
+        "metrics": {"accuracy": 70.0},
+        "layer_ablation": [
+            {"first": 0, "last": 0, "accuracy": 69.0},
+            {"first": 0, "last": 1, "accuracy": 55.0},
+            {"first": 1, "last": 1, "accuracy": 66.0},
+        ],
+    }
     matrix = hr.ablation_matrix(record)
     assert matrix.loc[0, 1] == 55.0 and matrix.loc[1, 1] == 66.0 and pd.isna(matrix.loc[1, 0])
 
 
 def test_a_layer_ablation_run_records_every_span_and_the_majority_class(data_dir):
-    from adaptstudy.train import finetune
+    from adaptstudy.training.finetune import finetune
 
-    record = finetune(FinetuneConfig(task="rte", method="houlsby", adapter_size=8, num_train_epochs=1, max_train_examples=32,
-                                     max_seq_length=48, batch_size=16, layer_ablation=True), write=False)  # fmt: skip
+    record = finetune(
+        FinetuneConfig(
+            task="rte",
+            method="houlsby",
+            adapter_size=8,
+            num_train_epochs=1,
+            max_train_examples=32,
+            max_seq_length=48,
+            batch_size=16,
+            layer_ablation=True,
+        ),
+        write=False,
+    )
     spans = {(r["first"], r["last"]) for r in record["layer_ablation"]}
     assert spans == {(i, j) for i in range(6) for j in range(i, 6)}
-    assert round(record["majority_class_score"], 2) in {round(100 * 146 / 277, 2), round(100 * 131 / 277, 2)}  # RTE dev classes
+    assert round(record["majority_class_score"], 2) in {
+        round(100 * 146 / 277, 2),
+        round(100 * 131 / 277, 2),
+    }  # RTE dev classes
     assert hr.ablation_matrix(record).shape == (6, 6)
 
 

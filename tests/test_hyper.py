@@ -4,9 +4,9 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from adaptstudy.backbones import resolve_backbone
 from adaptstudy.data import load_task
-from adaptstudy.hyper import POSITIONS, HyperConfig, Hypernetworks, insert_adapters
+from adaptstudy.models.backbones import resolve_backbone
+from adaptstudy.models.methods.hyperformer import POSITIONS, HyperConfig, Hypernetworks, insert_adapters
 
 L, H = 6, 384
 TASKS = ("rte", "mrpc")
@@ -16,7 +16,9 @@ TASKS = ("rte", "mrpc")
 def batch(data_dir):
     dev = load_task("rte", data_dir)["dev"].select(range(8))
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone("minilm-l6"))
-    return tokenizer(list(dev["text_a"]), list(dev["text_b"]), padding=True, truncation=True, max_length=96, return_tensors="pt")
+    return tokenizer(
+        list(dev["text_a"]), list(dev["text_b"]), padding=True, truncation=True, max_length=96, return_tensors="pt"
+    )
 
 
 def _encoder_with_adapters(config: HyperConfig, seed: int = 0):
@@ -40,7 +42,9 @@ def test_generated_weights_have_the_adapter_shapes_for_every_layer_and_position(
 
 
 def test_hyperformer_plus_plus_shares_one_hypernetwork_and_is_far_smaller():
-    count = lambda shared: sum(p.numel() for p in Hypernetworks(HyperConfig(tasks=TASKS, shared=shared), L, H).parameters())  # noqa: E731
+    def count(shared):
+        return sum(p.numel() for p in Hypernetworks(HyperConfig(tasks=TASKS, shared=shared), L, H).parameters())
+
     per_layer, shared = count(False), count(True)
     assert len(Hypernetworks(HyperConfig(tasks=TASKS, shared=True), L, H).generators) == 1
     assert len(Hypernetworks(HyperConfig(tasks=TASKS, shared=False), L, H).generators) == L * len(POSITIONS)

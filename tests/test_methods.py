@@ -4,11 +4,11 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-from adaptstudy.backbones import resolve_backbone
-from adaptstudy.config import FinetuneConfig
 from adaptstudy.data import load_task, resolve_task
-from adaptstudy.methods import METHODS, adapters_removed, count_parameters
-from adaptstudy.train import build_model
+from adaptstudy.models.backbones import resolve_backbone
+from adaptstudy.models.methods import METHODS, adapters_removed, count_parameters
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.training.starting_point import build_model
 
 H, L, FF = 384, 6, 1536  # all-MiniLM-L6-v2
 HEAD = (H * H + H) + (H * 2 + 2)  # pooler + 2-way classifier
@@ -51,8 +51,9 @@ def _backbone_and_adapted(data_dir, n: int, config: FinetuneConfig):
     """A batch of `n` real RTE dev pairs, the plain backbone, and the backbone with Houlsby adapters."""
     path = resolve_backbone("minilm-l6")
     dev = load_task("rte", data_dir)["dev"].select(range(n))
-    batch = AutoTokenizer.from_pretrained(path)(list(dev["text_a"]), list(dev["text_b"]), padding=True, truncation=True,
-                                                max_length=128, return_tensors="pt")  # fmt: skip
+    batch = AutoTokenizer.from_pretrained(path)(
+        list(dev["text_a"]), list(dev["text_b"]), padding=True, truncation=True, max_length=128, return_tensors="pt"
+    )
     adapted = METHODS.get("houlsby").apply(AutoModel.from_pretrained(path), config)
     return batch, AutoModel.from_pretrained(path).eval(), adapted.eval()
 
@@ -70,7 +71,13 @@ def test_houlsby_starts_near_identity(data_dir):
 
 
 def test_unknown_method_lists_valid_names():
-    with pytest.raises(Exception, match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, compacter, embeddings_only, encoder_only, full, fusion, head_only, houlsby, hyperformer, hyperformer\+\+, ia3, layernorm, lora, pfeiffer, prefix_tuning, prompt_tuning, top_k, unipelt"):
+    with pytest.raises(
+        Exception,
+        match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, compacter, embeddings_only, "
+        r"encoder_only, full, fusion, head_only, houlsby, hyperformer, hyperformer\+\+, ia3, layernorm, lora, "
+        r"pfeiffer, "
+        r"prefix_tuning, prompt_tuning, top_k, unipelt",
+    ):
         METHODS.get("houlsbi")
 
 
@@ -105,7 +112,10 @@ def test_layernorm_trains_only_layer_norms_and_head():
         ({"method": "top_k"}, r"method 'top_k' needs top_k_layers between 1 and 6"),
         ({"method": "top_k", "top_k_layers": 7}, r"between 1 and 6 .* got 7"),
         ({"method": "full", "top_k_layers": 2}, r"top_k_layers=2 applies only to method 'top_k'"),
-        ({"method": "layernorm", "adapter_init_std": 1e-3}, r"adapter_init_std=0.001 does not apply to method 'layernorm'"),
+        (
+            {"method": "layernorm", "adapter_init_std": 1e-3},
+            r"adapter_init_std=0.001 does not apply to method 'layernorm'",
+        ),
     ],
 )
 def test_method_settings_that_do_not_fit_are_rejected(settings, message):
@@ -116,7 +126,9 @@ def test_method_settings_that_do_not_fit_are_rejected(settings, message):
 def test_adapter_init_std_sets_the_scale_of_adapter_weights():
     for std in (1e-4, 1e-1):
         model = _model("houlsby", adapter_size=64, adapter_init_std=std)
-        weights = torch.cat([p.flatten() for n, p in model.named_parameters() if ".adapters." in n and n.endswith("weight")])
+        weights = torch.cat(
+            [p.flatten() for n, p in model.named_parameters() if ".adapters." in n and n.endswith("weight")]
+        )
         assert weights.abs().max() <= 2 * std + 1e-12
         assert weights.std().item() == pytest.approx(0.88 * std, rel=0.05)  # N(0, std) truncated at 2 std
         assert all(p.abs().max() == 0 for n, p in model.named_parameters() if ".adapters." in n and n.endswith("bias"))
@@ -149,8 +161,13 @@ def test_houlsby_variants_add_what_they_say_and_train_only_adapters_norms_and_he
     assert all(".adapters." in n or "LayerNorm" in n or n.startswith(("bert.pooler.", "classifier.")) for n in trained)
     plain = count_parameters(_model("houlsby", adapter_size=8))["adapters_reported_params"]
     reported = count_parameters(model)["adapters_reported_params"]
-    expected = {"layer_norm_inside": plain + 2 * L * 2 * H, "two_layer": plain + 2 * L * (8 * 8 + 8),
-                "tanh": plain, "attention_only": plain // 2, "parallel": plain}[variant]  # fmt: skip
+    expected = {
+        "layer_norm_inside": plain + 2 * L * 2 * H,
+        "two_layer": plain + 2 * L * (8 * 8 + 8),
+        "tanh": plain,
+        "attention_only": plain // 2,
+        "parallel": plain,
+    }[variant]
     assert reported == expected
     if variant == "attention_only":
         assert not any(re.search(r"layer\.\d+\.output\.adapters\.", n) for n in adapter_names)  # none after the FFN
@@ -213,15 +230,18 @@ def test_hyperformer_trains_hypernetworks_layer_norms_and_head(method, generator
     assert model.bert.hypernetworks.current_task == "rte"
 
 
-@pytest.mark.parametrize("method", ["embeddings_only", "prompt_tuning", "lora", "ia3", "prefix_tuning", "compacter", "unipelt",
-                                    "hyperformer++"])
+@pytest.mark.parametrize(
+    "method",
+    ["embeddings_only", "prompt_tuning", "lora", "ia3", "prefix_tuning", "compacter", "unipelt", "hyperformer++"],
+)
 def test_a_training_step_moves_only_the_trained_weights(method, data_dir):
     model = _model(method, seed=3)
     frozen = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
     trained = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     dev = load_task("rte", data_dir)["dev"].select(range(8))
     batch = AutoTokenizer.from_pretrained(resolve_backbone("minilm-l6"))(
-        list(dev["text_a"]), list(dev["text_b"]), padding=True, truncation=True, max_length=64, return_tensors="pt")
+        list(dev["text_a"]), list(dev["text_b"]), padding=True, truncation=True, max_length=64, return_tensors="pt"
+    )
     model.train()
     loss = model(**batch, labels=torch.tensor(dev["label"])).loss
     loss.backward()

@@ -1,6 +1,6 @@
 import pytest
 
-from adaptstudy.metrics import compute_metrics
+from adaptstudy.data.metrics import compute_metrics
 
 
 def test_binary_metrics_against_hand_computed_values():
@@ -21,11 +21,16 @@ def test_mcc_is_zero_for_chance_and_f1_uses_the_positive_class():
 def test_correlations_against_hand_computed_values():
     assert compute_metrics(["spearman"], [1, 2, 3], [1, 3, 2])["spearman"] == pytest.approx(50.0)
     # dx = (-1, 0, 1), dy = (-7/3, -1/3, 8/3): r = 5 / sqrt(2 * 114/9)
-    assert compute_metrics(["pearson"], [1, 2, 3], [2, 4, 7])["pearson"] == pytest.approx(100 * 5 / (2 * 114 / 9) ** 0.5)
+    assert compute_metrics(["pearson"], [1, 2, 3], [2, 4, 7])["pearson"] == pytest.approx(
+        100 * 5 / (2 * 114 / 9) ** 0.5
+    )
 
 
 def test_constant_predictions_have_zero_correlation():
-    assert compute_metrics(["pearson", "spearman"], [2.0, 2.0, 2.0], [1.0, 2.0, 3.0]) == {"pearson": 0.0, "spearman": 0.0}
+    assert compute_metrics(["pearson", "spearman"], [2.0, 2.0, 2.0], [1.0, 2.0, 3.0]) == {
+        "pearson": 0.0,
+        "spearman": 0.0,
+    }
 
 
 def test_bad_input_is_rejected():

@@ -4,16 +4,12 @@ import numpy as np
 import pytest
 import torch
 
-from adaptstudy.config import ConfigError, validate
 from adaptstudy.data import load_task, resolve_task
-from adaptstudy.multitask import (
-    MultiTaskConfig,
-    TemperatureBatchSampler,
-    build_multitask_model,
-    sampling_probabilities,
-    selection_splits,
-    train_multitask,
-)
+from adaptstudy.data.sampling import TemperatureBatchSampler, sampling_probabilities
+from adaptstudy.data.splits import selection_splits
+from adaptstudy.runs.base import ConfigError, validate
+from adaptstudy.runs.multitask_config import MultiTaskConfig
+from adaptstudy.training.multitask import build_multitask_model, train_multitask
 
 
 def test_small_tasks_split_validation_in_half_large_ones_hold_out_training_examples(data_dir):
@@ -24,7 +20,9 @@ def test_small_tasks_split_validation_in_half_large_ones_hold_out_training_examp
     assert len(pairs(rte["validation"]) | pairs(rte["test"])) == 277
     sst2 = selection_splits(load_task("sst2", data_dir), resolve_task("sst2"), seed=0)
     assert (len(sst2["train"]), len(sst2["validation"]), len(sst2["test"])) == (67349 - 1000, 1000, 872)
-    assert not set(sst2["validation"]["text_a"]) & set(sst2["train"]["text_a"]) - _repeated(load_task("sst2", data_dir)["train"])
+    assert not set(sst2["validation"]["text_a"]) & set(sst2["train"]["text_a"]) - _repeated(
+        load_task("sst2", data_dir)["train"]
+    )
 
 
 def _repeated(dataset) -> set[str]:
@@ -69,8 +67,16 @@ def test_bad_settings_name_the_value_and_the_valid_ones():
 
 
 def test_a_hyperformer_run_records_each_tasks_test_score_at_the_best_validation_epoch(data_dir, tmp_path):
-    config = MultiTaskConfig(tasks=("rte", "stsb"), method="hyperformer++", max_train_examples=32, num_train_epochs=2,
-                             max_eval_examples=64, max_seq_length=48, batch_size=16, results_dir=str(tmp_path))  # fmt: skip
+    config = MultiTaskConfig(
+        tasks=("rte", "stsb"),
+        method="hyperformer++",
+        max_train_examples=32,
+        num_train_epochs=2,
+        max_eval_examples=64,
+        max_seq_length=48,
+        batch_size=16,
+        results_dir=str(tmp_path),
+    )
     record = train_multitask(config)
     assert (tmp_path / f"{record['run_id']}.json").is_file()
     assert set(record["metrics"]) == {"rte/accuracy", "stsb/spearman", "stsb/pearson"}
@@ -78,7 +84,9 @@ def test_a_hyperformer_run_records_each_tasks_test_score_at_the_best_validation_
     assert record["eval_examples"] == {"rte": {"validation": 64, "test": 64}, "stsb": {"validation": 64, "test": 64}}
     assert [row["epoch"] for row in record["history"]] == [1.0, 2.0]
     best = max(record["history"], key=lambda row: row["validation_mean"])
-    assert record["main_metric_value"] == pytest.approx(np.mean([best["test"]["rte"]["accuracy"], best["test"]["stsb"]["spearman"]]))
+    assert record["main_metric_value"] == pytest.approx(
+        np.mean([best["test"]["rte"]["accuracy"], best["test"]["stsb"]["spearman"]])
+    )
     assert record["trainable_params_per_task"] == record["trainable_params"] / 2
     assert record["sampling_probabilities"] == {"rte": 0.5, "stsb": 0.5}
 
@@ -87,10 +95,18 @@ def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, t
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     tiny = {"max_eval_examples": 16, "max_seq_length": 48, "batch_size": 8, "num_train_epochs": 1}
     source = {"tasks": ["rte", "mrpc"], "method": "hyperformer++", "max_train_examples": 16, **tiny}
-    config = MultiTaskConfig(tasks=("cb",), method="hyperformer++", max_train_examples=8, transfer_from=source,
-                             results_dir=str(tmp_path / "results"), **{**tiny, "num_train_epochs": 3, "eval_every_epochs": 2})  # fmt: skip
+    config = MultiTaskConfig(
+        tasks=("cb",),
+        method="hyperformer++",
+        max_train_examples=8,
+        transfer_from=source,
+        results_dir=str(tmp_path / "results"),
+        **{**tiny, "num_train_epochs": 3, "eval_every_epochs": 2},
+    )
     record = train_multitask(config)  # trains and saves the source first
-    assert [p.name for p in (tmp_path / "results_sources").glob("*.json")] == [f"{MultiTaskConfig(**source).run_id}.json"]
+    assert [p.name for p in (tmp_path / "results_sources").glob("*.json")] == [
+        f"{MultiTaskConfig(**source).run_id}.json"
+    ]
     saved = MultiTaskConfig(**source).artifact_dir()
     assert (saved / "encoder.safetensors").is_file()
     model = build_multitask_model(config)
@@ -105,12 +121,20 @@ def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, t
 
 def test_a_shared_adapter_run_checkpoints_and_resumes_to_the_same_scores(data_dir, tmp_path):
     """One `adapters` adapter shared by two tasks: its tied embeddings once made every checkpoint save fail."""
-    config = MultiTaskConfig(tasks=("rte", "mrpc"), method="houlsby", adapter_size=8, max_train_examples=16, max_eval_examples=16,
-                             max_seq_length=48, batch_size=8, num_train_epochs=1, checkpoint_every_s=0)  # fmt: skip
+    config = MultiTaskConfig(
+        tasks=("rte", "mrpc"),
+        method="houlsby",
+        adapter_size=8,
+        max_train_examples=16,
+        max_eval_examples=16,
+        max_seq_length=48,
+        batch_size=8,
+        num_train_epochs=1,
+        checkpoint_every_s=0,
+    )
     checkpoints = tmp_path / "checkpoints"
     first = train_multitask(config, checkpoint_dir=checkpoints, write=False)
-    assert first["resumed_from_step"] is None and any(checkpoints.glob("checkpoint-*/adaptstudy-complete"))
+    assert first["resumed_from_step"] is None and any(checkpoints.glob("checkpoint-*/adaptstudy.json"))
     resumed = train_multitask(config, checkpoint_dir=checkpoints, write=False)
     assert resumed["resumed_from_step"] >= 1
     assert resumed["metrics"] == pytest.approx(first["metrics"], abs=1e-6)
-

@@ -8,8 +8,8 @@ import papermill as pm
 import pytest
 import yaml
 
-from adaptstudy.config import FinetuneConfig
-from adaptstudy.results import REQUIRED_FIELDS
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.records import REQUIRED_FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -101,12 +101,22 @@ def test_sweep_notebook_runs_a_grid_then_skips_it_and_lists_it_dry(tmp_path):
     assert "ran 4 ok" in _text(first)
     again = run("05_sweep.ipynb", tmp_path / "b.ipynb", sweep="params/smoke/sweep.yaml", results_dir=str(results))
     assert "ran 0 ok, skipped 4 already done, 0 failed" in _text(again)
-    dry = run("05_sweep.ipynb", tmp_path / "c.ipynb", sweep="params/smoke/sweep.yaml", results_dir=str(tmp_path / "d"), dry_run=True)
+    dry = run(
+        "05_sweep.ipynb",
+        tmp_path / "c.ipynb",
+        sweep="params/smoke/sweep.yaml",
+        results_dir=str(tmp_path / "d"),
+        dry_run=True,
+    )
     assert all(r["run_id"] in _text(dry) for r in records) and not (tmp_path / "d").exists()
 
 
 def _text(nb) -> str:
-    return "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for c in nb.cells for o in c.get("outputs", []))
+    return "".join(
+        str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
+        for c in nb.cells
+        for o in c.get("outputs", [])
+    )
 
 
 def test_houlsby_chapter_renders_published_rows_with_and_without_records(smoke_run, tmp_path):
@@ -118,7 +128,7 @@ def test_houlsby_chapter_renders_published_rows_with_and_without_records(smoke_r
 
 
 def test_peft_chapter_renders_ours_beside_the_report_from_a_smoke_sweep(tmp_path):
-    from adaptstudy import sweep
+    from adaptstudy.launch import sweep
 
     results = tmp_path / "peft"
     done = sweep.run(sweep.plan(ROOT / "params/smoke/peft_imdb.yaml", results))
@@ -139,13 +149,34 @@ def test_dapt_then_tapt_then_finetune_chain_through_the_notebooks(tmp_path, monk
     records = tmp_path / "pretrain"
     run("02_dapt.ipynb", tmp_path / "02.ipynb", **smoke("dapt.yaml"), results_dir=str(records))
     (dapt,) = [json.loads(p.read_text()) for p in records.glob("*.json")]
-    assert dapt["status"] == "ok" and dapt["task"] == "mlm:news" and dapt["steps"] == 2 and dapt["metrics"]["perplexity"] > 1
-    run("03_tapt.ipynb", tmp_path / "03.ipynb", **smoke("tapt.yaml"), init_from=dapt["artifact"], results_dir=str(records))
+    assert (
+        dapt["status"] == "ok"
+        and dapt["task"] == "mlm:news"
+        and dapt["steps"] == 2
+        and dapt["metrics"]["perplexity"] > 1
+    )
+    run(
+        "03_tapt.ipynb",
+        tmp_path / "03.ipynb",
+        **smoke("tapt.yaml"),
+        init_from=dapt["artifact"],
+        results_dir=str(records),
+    )
     (tapt,) = [json.loads(p.read_text()) for p in records.glob("*.json") if p.stem != dapt["run_id"]]
     assert tapt["task"] == "mlm:task:acl-arc" and tapt["config"]["init_from"] == dapt["artifact"]
     finetuned = tmp_path / "finetune"
-    run("04_finetune.ipynb", tmp_path / "04.ipynb", task="acl-arc", method="full", max_train_examples=32, num_train_epochs=1,
-        max_seq_length=64, batch_size=16, init_from=tapt["artifact"], results_dir=str(finetuned))  # fmt: skip
+    run(
+        "04_finetune.ipynb",
+        tmp_path / "04.ipynb",
+        task="acl-arc",
+        method="full",
+        max_train_examples=32,
+        num_train_epochs=1,
+        max_seq_length=64,
+        batch_size=16,
+        init_from=tapt["artifact"],
+        results_dir=str(finetuned),
+    )
     (record,) = [json.loads(p.read_text()) for p in finetuned.glob("*.json")]
     assert record["status"] == "ok" and record["config"]["init_from"] == tapt["artifact"]
     assert FinetuneConfig(**record["config"]).identity()["init_from"] == tapt["run_id"]
@@ -158,9 +189,9 @@ def test_dsp_chapter_renders_the_papers_table_without_records(tmp_path):
 
 
 def test_dsp_smoke_grid_runs_each_pretraining_once_and_the_chapter_reads_every_condition(tmp_path, monkeypatch):
-    from adaptstudy import dsp_report as dr
-    from adaptstudy import sweep
-    from adaptstudy.results import read_records, records_frame
+    from adaptstudy.launch import sweep
+    from adaptstudy.reporting import dsp as dr
+    from adaptstudy.runs.records import read_records, records_frame
 
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     results = tmp_path / "dsp"
@@ -168,12 +199,17 @@ def test_dsp_smoke_grid_runs_each_pretraining_once_and_the_chapter_reads_every_c
     assert done.counts()["ok"] == 8, done.table()
     pretraining = read_records(tmp_path / "dsp_pretrain")
     assert sorted(r["task"] for r in pretraining) == sorted(
-        ["mlm:general", "mlm:reviews", "mlm:news", "mlm:task:helpfulness", "mlm:task:helpfulness", "mlm:reviews"])
+        ["mlm:general", "mlm:reviews", "mlm:news", "mlm:task:helpfulness", "mlm:task:helpfulness", "mlm:reviews"]
+    )
     assert all(r["excluded_eval_documents"] > 0 for r in pretraining if r["task"] == "mlm:reviews")
     runs = dr.label_runs(records_frame(results), read_records(results))
     assert set(runs["condition"]) == {"baseline", "dapt", "not-dapt", "tapt", "dapt+tapt"}
-    assert set(runs["adaptation"]) == {"full model", "pfeiffer adapter", "pfeiffer adapter, seq_bn pretrained (continue)",
-                                       "pfeiffer adapter, seq_bn pretrained (stack)"}  # fmt: skip
+    assert set(runs["adaptation"]) == {
+        "full model",
+        "pfeiffer adapter",
+        "pfeiffer adapter, seq_bn pretrained (continue)",
+        "pfeiffer adapter, seq_bn pretrained (stack)",
+    }
     nb = run("06_analysis_dsp.ipynb", tmp_path / "d.ipynb", results_dir=str(tmp_path))
     html = "".join(str(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", []))
     assert "± 0.0 (1)" in html and "68.7 (1.8)" in html  # ours (one seed) beside the paper's helpfulness DAPT+TAPT

@@ -2,27 +2,68 @@
 
 import pytest
 
-from adaptstudy import peft_report as pr
-from adaptstudy.config import FinetuneConfig
-from adaptstudy.results import base_record, write_record
+from adaptstudy.reporting import peft as pr
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.records import base_record, write_record
 
 BACKBONE = 22_713_216
-TRAINABLE = {"full": BACKBONE, "embeddings_only": 11_900_000, "encoder_only": 10_600_000, "prompt_tuning": 160_000,
-             "bitfit": 250_000, "lora": 220_000}  # fmt: skip
+TRAINABLE = {
+    "full": BACKBONE,
+    "embeddings_only": 11_900_000,
+    "encoder_only": 10_600_000,
+    "prompt_tuning": 160_000,
+    "bitfit": 250_000,
+    "lora": 220_000,
+}
 
 
-def _run(folder, score, method="full", backbone="minilm-l6", share=0.9, seed=0, lr=5e-5, fraction=1.0, first=None, epoch_s=10.0,
-         steps=None):
+def _run(
+    folder,
+    score,
+    method="full",
+    backbone="minilm-l6",
+    share=0.9,
+    seed=0,
+    lr=5e-5,
+    fraction=1.0,
+    first=None,
+    epoch_s=10.0,
+    steps=None,
+):
     cap = 1200 if share == 0.9 else 400
-    config = FinetuneConfig(task="imdb", method=method, backbone=backbone, seed=seed, learning_rate=lr, resplit_train_share=share,
-                            max_train_examples=cap, train_fraction=fraction, num_train_epochs=2, max_steps=steps)  # fmt: skip
+    config = FinetuneConfig(
+        task="imdb",
+        method=method,
+        backbone=backbone,
+        seed=seed,
+        learning_rate=lr,
+        resplit_train_share=share,
+        max_train_examples=cap,
+        train_fraction=fraction,
+        num_train_epochs=2,
+        max_steps=steps,
+    )
     record = base_record(config)
-    history = [{"epoch": 1.0, "train_loss": 0.6, "accuracy": score if first is None else first, "train_epoch_s": epoch_s},
-               {"epoch": 2.0, "train_loss": 0.4, "accuracy": score, "train_epoch_s": epoch_s}]  # fmt: skip
-    record.update(status="ok", metrics={"accuracy": score}, main_metric="accuracy", main_metric_value=score,
-                  trainable_params=TRAINABLE[method], total_params=BACKBONE + 1000, backbone_params=BACKBONE,
-                  train_runtime_s=2 * epoch_s, train_examples_per_s=1.0, peak_rss_mb=1.0, train_examples=round(cap * fraction),
-                  finished_at="2026-11-23T00:00:00+00:00", device="cpu", history=history)  # fmt: skip
+    history = [
+        {"epoch": 1.0, "train_loss": 0.6, "accuracy": score if first is None else first, "train_epoch_s": epoch_s},
+        {"epoch": 2.0, "train_loss": 0.4, "accuracy": score, "train_epoch_s": epoch_s},
+    ]
+    record.update(
+        status="ok",
+        metrics={"accuracy": score},
+        main_metric="accuracy",
+        main_metric_value=score,
+        trainable_params=TRAINABLE[method],
+        total_params=BACKBONE + 1000,
+        backbone_params=BACKBONE,
+        train_runtime_s=2 * epoch_s,
+        train_examples_per_s=1.0,
+        peak_rss_mb=1.0,
+        train_examples=round(cap * fraction),
+        finished_at="2026-11-23T00:00:00+00:00",
+        device="cpu",
+        history=history,
+    )
     write_record(record, folder)
 
 
@@ -85,7 +126,11 @@ def test_learning_curve_has_the_fractions_of_the_cap(chapter):
     runs, _ = chapter
     curve = pr.learning_curve(runs).set_index("schedule")
     by_epochs, by_updates = curve.loc["2 epochs at every size"], curve.loc["76 updates at every size"]
-    assert by_epochs["train_examples"].tolist() == [120, 360, 1200] and by_epochs["accuracy"].tolist() == [65.0, 75.0, 84.0]
+    assert by_epochs["train_examples"].tolist() == [120, 360, 1200] and by_epochs["accuracy"].tolist() == [
+        65.0,
+        75.0,
+        84.0,
+    ]
     assert by_updates["train_examples"].tolist() == [120, 1200] and by_updates["accuracy"].tolist() == [72.0, 84.0]
 
 
@@ -93,7 +138,9 @@ def test_verdicts_follow_the_numbers(chapter):
     runs, _ = chapter
     verdicts = pr.claims(runs).set_index("claim")["verdict"]
     assert verdicts.iloc[0] == "holds"  # full is the most accurate in both settings
-    assert verdicts.iloc[1] == "holds"  # bitfit beats lora and prompt tuning among cheap methods and has the fastest epochs
+    assert (
+        verdicts.iloc[1] == "holds"
+    )  # bitfit beats lora and prompt tuning among cheap methods and has the fastest epochs
     assert verdicts.iloc[2] == "holds"  # prompt tuning weakest, and drops 1 point from 90% to 30% (full 2, bitfit 7)
     assert verdicts.iloc[3] == "holds"  # encoder-only trails full by 15 after epoch 1 and by 4 at the end
 

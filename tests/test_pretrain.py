@@ -6,8 +6,9 @@ import pytest
 import torch
 from transformers import DataCollatorForLanguageModeling
 
-from adaptstudy.backbones import load_tokenizer, resolve_backbone
-from adaptstudy.pretrain import load_mlm, pack_texts
+from adaptstudy.data.encoding import pack_texts
+from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
+from adaptstudy.models.mlm import load_mlm
 
 
 @pytest.fixture(scope="module")
@@ -44,25 +45,31 @@ TINY_MLM = {"corpus_fraction": 0.01, "held_out_fraction": 0.01, "batch_size": 8,
 
 
 def test_head_warmup_trains_only_the_head_and_learns(tmp_path, data_dir, monkeypatch):
-    from adaptstudy.pretrain import PretrainConfig, build_pretraining_model, pretrain
+    from adaptstudy.runs.pretrain_config import PretrainConfig
+    from adaptstudy.training.pretrain import build_pretraining_model, pretrain
 
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     model = build_pretraining_model(PretrainConfig(corpus="general", mode="head"))
     trained = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trained and all(n.startswith("mlm.cls.") for n in trained)
     assert not any("decoder.weight" in n for n in trained)  # tied to the frozen word embeddings
-    record = pretrain(PretrainConfig(corpus="general", mode="head", max_steps=12, learning_rate=3e-3, results_dir=str(tmp_path / "r"),
-                                     **TINY_MLM), write=True)  # fmt: skip
+    record = pretrain(
+        PretrainConfig(
+            corpus="general", mode="head", max_steps=12, learning_rate=3e-3, results_dir=str(tmp_path / "r"), **TINY_MLM
+        ),
+        write=True,
+    )
     assert record["metrics"]["held_out_loss"] < record["held_out_loss_before"] - 1.0
     assert record["corpus_documents"] > 100 and record["held_out_documents"] > 100
     assert (tmp_path / "r" / f"{record['run_id']}.json").is_file()
 
 
 def test_finetuning_starts_from_a_full_artifact_and_names_it_by_run(tmp_path, data_dir, monkeypatch):
-    from adaptstudy.config import FinetuneConfig
-    from adaptstudy.pretrain import PretrainConfig, pretrain
-    from adaptstudy.train import build_model
     from adaptstudy.data import resolve_task
+    from adaptstudy.runs.finetune_config import FinetuneConfig
+    from adaptstudy.runs.pretrain_config import PretrainConfig
+    from adaptstudy.training.pretrain import pretrain
+    from adaptstudy.training.starting_point import build_model
 
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     record = pretrain(PretrainConfig(corpus="task:acl-arc", mode="full", max_steps=2, **TINY_MLM), write=False)
@@ -91,12 +98,16 @@ def test_a_killed_pretraining_run_resumes_from_its_checkpoint(tmp_path, data_dir
     env = {**__import__("os").environ, "ADAPTSTUDY_CACHE": str(tmp_path / "cache")}
 
     def start():
-        return subprocess.Popen([sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(results)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        return subprocess.Popen(
+            [sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(results)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     proc = start()
     deadline = time.time() + 300
-    while not any(results.glob(".checkpoints/*/checkpoint-*/adaptstudy-complete")):
+    while not any(results.glob(".checkpoints/*/checkpoint-*/adaptstudy.json")):
         assert proc.poll() is None and time.time() < deadline, "no checkpoint before the run ended"
         time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)
@@ -110,15 +121,22 @@ def test_a_killed_pretraining_run_resumes_from_its_checkpoint(tmp_path, data_dir
 
 @pytest.fixture(scope="module")
 def pretrained_adapter(tmp_path_factory, data_dir):
-    from adaptstudy.pretrain import PretrainConfig, pretrain
+    from adaptstudy.runs.pretrain_config import PretrainConfig
+    from adaptstudy.training.pretrain import pretrain
 
     with pytest.MonkeyPatch.context() as env:
         env.setenv("ADAPTSTUDY_CACHE", str(tmp_path_factory.mktemp("cache")))
-        return pretrain(PretrainConfig(corpus="task:acl-arc", mode="seq_bn", adapter_size=32, max_steps=2, **TINY_MLM), write=False)
+        return pretrain(
+            PretrainConfig(corpus="task:acl-arc", mode="seq_bn", adapter_size=32, max_steps=2, **TINY_MLM), write=False
+        )
 
 
 def _weights(model, adapter):
-    return {n.replace(f".{adapter}.", "."): p.detach().clone() for n, p in model.named_parameters() if f".adapters.{adapter}." in n}
+    return {
+        n.replace(f".{adapter}.", "."): p.detach().clone()
+        for n, p in model.named_parameters()
+        if f".adapters.{adapter}." in n
+    }
 
 
 def test_a_pretrained_adapter_is_continued_or_stacked_under_a_new_task_adapter(pretrained_adapter, data_dir):
@@ -126,9 +144,9 @@ def test_a_pretrained_adapter_is_continued_or_stacked_under_a_new_task_adapter(p
     from adapters.composition import Stack
     from transformers import AutoModelForMaskedLM
 
-    from adaptstudy.config import FinetuneConfig
     from adaptstudy.data import resolve_task
-    from adaptstudy.train import build_model
+    from adaptstudy.runs.finetune_config import FinetuneConfig
+    from adaptstudy.training.starting_point import build_model
 
     artifact = pretrained_adapter["artifact"]
     saved = AutoModelForMaskedLM.from_pretrained(resolve_backbone("minilm-l6"))
@@ -144,7 +162,12 @@ def test_a_pretrained_adapter_is_continued_or_stacked_under_a_new_task_adapter(p
     assert ours.keys() == expected.keys() and all(torch.equal(ours[k], expected[k]) for k in ours)
     assert all(p.requires_grad for n, p in model.named_parameters() if ".adapters.task." in n)
 
-    stacked = build_model(FinetuneConfig(task="acl-arc", method="pfeiffer", adapter_size=8, init_from=artifact, adapter_use="stack").resolved(), spec)
+    stacked = build_model(
+        FinetuneConfig(
+            task="acl-arc", method="pfeiffer", adapter_size=8, init_from=artifact, adapter_use="stack"
+        ).resolved(),
+        spec,
+    )
     assert isinstance(stacked.active_adapters, Stack) and list(stacked.active_adapters) == ["pretrained", "task"]
     trained = {n for n, p in stacked.named_parameters() if p.requires_grad}
     assert not any(".pretrained." in n for n in trained) and any(".adapters.task." in n for n in trained)
@@ -154,13 +177,16 @@ def test_a_pretrained_adapter_is_continued_or_stacked_under_a_new_task_adapter(p
 
 @pytest.mark.parametrize(
     "settings, message",
-    [({"method": "pfeiffer"}, "say adapter_use='continue'"),
-     ({"method": "houlsby", "adapter_use": "continue"}, "continued by method 'pfeiffer', not 'houlsby'"),
-     ({"method": "lora", "adapter_use": "stack"}, "needs a bottleneck task adapter"),
-     ({"method": "pfeiffer", "adapter_size": 16, "adapter_use": "continue"}, "has size 32")],
-)  # fmt: skip
+    [
+        ({"method": "pfeiffer"}, "say adapter_use='continue'"),
+        ({"method": "houlsby", "adapter_use": "continue"}, "continued by method 'pfeiffer', not 'houlsby'"),
+        ({"method": "lora", "adapter_use": "stack"}, "needs a bottleneck task adapter"),
+        ({"method": "pfeiffer", "adapter_size": 16, "adapter_use": "continue"}, "has size 32"),
+    ],
+)
 def test_adapter_artifacts_need_a_matching_use(pretrained_adapter, settings, message):
-    from adaptstudy.config import ConfigError, FinetuneConfig, validate
+    from adaptstudy.runs.base import ConfigError, validate
+    from adaptstudy.runs.finetune_config import FinetuneConfig
 
     with pytest.raises(ConfigError, match=message):
         validate(FinetuneConfig, {"task": "acl-arc", "init_from": pretrained_adapter["artifact"], **settings})
@@ -168,9 +194,9 @@ def test_adapter_artifacts_need_a_matching_use(pretrained_adapter, settings, mes
 
 def test_init_from_may_name_a_pretraining_run_by_its_settings(tmp_path, data_dir, monkeypatch):
     """Grids chain runs by settings, not by machine-specific paths: the settings name the artifact in the cache."""
-    from adaptstudy.config import FinetuneConfig
-    from adaptstudy.artifacts import initial_weights
-    from adaptstudy.pretrain import PretrainConfig, pretrain
+    from adaptstudy.runs.finetune_config import FinetuneConfig, initial_weights
+    from adaptstudy.runs.pretrain_config import PretrainConfig
+    from adaptstudy.training.pretrain import pretrain
 
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     settings = {"corpus": "task:acl-arc", "mode": "full", "max_steps": 1, **TINY_MLM}

@@ -4,20 +4,30 @@ from pathlib import Path
 
 import pytest
 
-from adaptstudy import results
-from adaptstudy.config import FinetuneConfig
-from adaptstudy.multitask import MultiTaskConfig
-from adaptstudy.pretrain import PretrainConfig
-from adaptstudy.results import read_records, records_frame, write_record
+from adaptstudy.runs import records as results
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.multitask_config import MultiTaskConfig
+from adaptstudy.runs.pretrain_config import PretrainConfig
+from adaptstudy.runs.records import read_records, records_frame, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _record(**kw):
     record = results.base_record(FinetuneConfig(task="rte", method="houlsby"))
-    record.update(status="ok", metrics={"accuracy": 60.0}, main_metric="accuracy", main_metric_value=60.0,
-                  trainable_params=1, total_params=10, train_runtime_s=1.0, train_examples_per_s=2.0,
-                  peak_rss_mb=3.0, finished_at="2026-01-01T00:00:00+00:00", **kw)  # fmt: skip
+    record.update(
+        status="ok",
+        metrics={"accuracy": 60.0},
+        main_metric="accuracy",
+        main_metric_value=60.0,
+        trainable_params=1,
+        total_params=10,
+        train_runtime_s=1.0,
+        train_examples_per_s=2.0,
+        peak_rss_mb=3.0,
+        finished_at="2026-01-01T00:00:00+00:00",
+        **kw,
+    )
     return record
 
 
@@ -69,6 +79,8 @@ def test_every_committed_record_keeps_its_run_id():
     records = read_records(ROOT / "results", status=None)
     assert records, "no committed records found"
     for record in records:
-        kind = MultiTaskConfig if "tasks" in record else PretrainConfig if "corpus" in record["config"] else FinetuneConfig
+        kind = (
+            MultiTaskConfig if "tasks" in record else PretrainConfig if "corpus" in record["config"] else FinetuneConfig
+        )
         config = {k: v for k, v in record["config"].items() if k in kind.model_fields}
         assert kind(**config).run_id == record["run_id"], record["run_id"]

@@ -11,13 +11,21 @@ from pathlib import Path
 import pytest
 import yaml
 
-from adaptstudy import sweep as sw
-from adaptstudy.config import ConfigError, FinetuneConfig
-from adaptstudy.train import finetune
+from adaptstudy.launch import sweep as sw
+from adaptstudy.runs.base import ConfigError
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.training.finetune import finetune
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = {"task": "rte", "backbone": "minilm-l6", "num_train_epochs": 1, "max_train_examples": 32,
-        "max_seq_length": 48, "batch_size": 16, "eval_batch_size": 64}  # fmt: skip
+TINY = {
+    "task": "rte",
+    "backbone": "minilm-l6",
+    "num_train_epochs": 1,
+    "max_train_examples": 32,
+    "max_seq_length": 48,
+    "batch_size": 16,
+    "eval_batch_size": 64,
+}
 
 
 def write_grid(path: Path, axes: dict, fixed: dict | None = None, **extra) -> Path:
@@ -35,11 +43,15 @@ def records(folder: Path) -> dict[str, dict]:
 
 
 def test_grid_expands_per_method_axes(tmp_path):
-    grid = write_grid(tmp_path / "g.yaml", {"seed": [0, 1], "method": {"full": {}, "houlsby": {"adapter_size": [8, 64]}}})
+    grid = write_grid(
+        tmp_path / "g.yaml", {"seed": [0, 1], "method": {"full": {}, "houlsby": {"adapter_size": [8, 64]}}}
+    )
     p = sw.plan(grid, tmp_path / "r")
     assert len(p.cells) == 6 and {c.status for c in p.cells} == {"todo"}
     assert sorted((c.config.method, c.config.adapter_size, c.config.seed) for c in p.cells)[:2] == [
-        ("full", None, 0), ("full", None, 1)]  # fmt: skip
+        ("full", None, 0),
+        ("full", None, 1),
+    ]
     assert len({c.run_id for c in p.cells}) == 6
 
 
@@ -49,8 +61,14 @@ def test_grid_expands_per_method_axes(tmp_path):
         ({"study": "t", "axes": {"seed": [0]}, "fixd": {}}, r"unknown sweep key .*'fixd' \(did you mean 'fixed'\?\)"),
         ({"study": "t", "axes": {}}, r"axes: .*at least 1 item"),
         ({"study": "t", "axes": {"seed": []}}, r"axis 'seed' is empty"),
-        ({"study": "t", "fixed": {"lerning_rate": 1e-3}, "axes": {"seed": [0]}}, r"cell 1 .*unknown setting 'lerning_rate' \(did you mean 'learning_rate'\?\)"),
-        ({"study": "t", "fixed": {"method": "full"}, "axes": {"adapter_size": [8]}}, r"adapter_size=8 does not apply to method 'full'"),
+        (
+            {"study": "t", "fixed": {"lerning_rate": 1e-3}, "axes": {"seed": [0]}},
+            r"cell 1 .*unknown setting 'lerning_rate' \(did you mean 'learning_rate'\?\)",
+        ),
+        (
+            {"study": "t", "fixed": {"method": "full"}, "axes": {"adapter_size": [8]}},
+            r"adapter_size=8 does not apply to method 'full'",
+        ),
         ({"study": "t", "axes": {"seed": ["zero"]}}, r"setting seed: .*\(got 'zero'\)"),
         ({"study": "t", "axes": {"seed": [0, 0]}}, r"cells 1 and 2 are the same run"),
         ("- just a list", r"expected a mapping"),
@@ -76,9 +94,16 @@ def test_a_failing_cell_is_recorded_and_the_others_run_and_a_rerun_retries_it(tm
     bad.mkdir()
     (bad / "train.tsv").write_text("sentence\tlabel\ngood\t0\nno label column\n")
     (bad / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n")
-    broken = {"name": "broken", "format": "tsv", "files": {"train": str(bad / "train.tsv"), "dev": str(bad / "dev.tsv")},
-              "text_fields": ["sentence"], "label_field": "label", "labels": ["0", "1"],
-              "metrics": ["accuracy"], "main_metric": "accuracy"}  # fmt: skip
+    broken = {
+        "name": "broken",
+        "format": "tsv",
+        "files": {"train": str(bad / "train.tsv"), "dev": str(bad / "dev.tsv")},
+        "text_fields": ["sentence"],
+        "label_field": "label",
+        "labels": ["0", "1"],
+        "metrics": ["accuracy"],
+        "main_metric": "accuracy",
+    }
     grid = write_grid(tmp_path / "g.yaml", {"task": [broken, "rte"]}, fixed={"method": "houlsby", "adapter_size": 8})
     p = sw.run(sw.plan(grid, tmp_path / "r"), progress=False)
     assert [c.status for c in p.cells] == ["failed", "ok"]
@@ -112,8 +137,12 @@ def test_max_steps_trains_that_many_updates_whatever_the_data_size(data_dir):
 
 def _sweep_process(grid: Path, results: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(results)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(results)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def _wait_for(condition, timeout: float, proc: subprocess.Popen):
@@ -127,8 +156,12 @@ def _wait_for(condition, timeout: float, proc: subprocess.Popen):
 def test_sigkill_in_a_cell_then_rerun_gives_the_uninterrupted_records(tmp_path, data_dir):
     grid = write_grid(tmp_path / "g.yaml", {"seed": [0, 1, 2]}, fixed={"method": "houlsby", "adapter_size": 8})
     clean, killed = tmp_path / "clean", tmp_path / "killed"
-    assert subprocess.run([sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(clean)],
-                          capture_output=True).returncode == 0  # fmt: skip
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(clean)], capture_output=True
+        ).returncode
+        == 0
+    )
 
     proc = _sweep_process(grid, killed)
     _wait_for(lambda: len(list(killed.glob("*.json"))) >= 1, 300, proc)
@@ -151,7 +184,7 @@ def test_a_killed_long_cell_resumes_from_its_checkpoint(tmp_path, data_dir):
     grid = write_grid(tmp_path / "g.yaml", {"seed": [5]}, fixed=fixed)
     results = tmp_path / "r"
     proc = _sweep_process(grid, results)
-    _wait_for(lambda: any(results.glob(".checkpoints/*/checkpoint-*/adaptstudy-complete")), 300, proc)
+    _wait_for(lambda: any(results.glob(".checkpoints/*/checkpoint-*/adaptstudy.json")), 300, proc)
     time.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -165,12 +198,13 @@ def test_a_killed_long_cell_resumes_from_its_checkpoint(tmp_path, data_dir):
 
 
 def test_a_checkpoint_cut_off_while_saving_is_never_resumed_from(tmp_path):
-    from adaptstudy.train import COMPLETE_MARKER, last_complete_checkpoint
+    from adaptstudy.common.files import mark_complete
+    from adaptstudy.training.core import last_complete_checkpoint
 
     for step, complete in ((4, True), (8, True), (12, False)):  # the kill landed while step 12 was being saved
         (tmp_path / f"checkpoint-{step}").mkdir()
         if complete:
-            (tmp_path / f"checkpoint-{step}" / COMPLETE_MARKER).touch()
+            mark_complete(tmp_path / f"checkpoint-{step}", {"kind": "checkpoint", "step": step})
     assert last_complete_checkpoint(tmp_path) == str(tmp_path / "checkpoint-8")
     assert not (tmp_path / "checkpoint-12").exists()
     assert last_complete_checkpoint(tmp_path / "missing") is None
@@ -182,11 +216,15 @@ def test_a_multitask_grid_runs_each_cell_once_under_its_own_run_id(tmp_path, dat
     p.raise_if_failed()
     saved = records(tmp_path)
     assert sorted((r["task"], r["method"]) for r in saved.values()) == [
-        ("mrpc", "houlsby"), ("rte", "houlsby"), ("rte+mrpc", "houlsby"), ("rte+mrpc", "hyperformer++")]
+        ("mrpc", "houlsby"),
+        ("rte", "houlsby"),
+        ("rte+mrpc", "houlsby"),
+        ("rte+mrpc", "hyperformer++"),
+    ]
     assert all(r["config"]["tasks"] == r["task"].split("+") for r in saved.values())
     assert [c.status for c in sw.plan(ROOT / "params/smoke/multitask.yaml", tmp_path).cells] == ["done"] * 4
-    from adaptstudy import across_report as ar
-    from adaptstudy.results import read_records
+    from adaptstudy.reporting import across as ar
+    from adaptstudy.runs.records import read_records
 
     rows = ar.hyper_runs(read_records(tmp_path)).set_index("label")
     assert sorted(rows.index) == ["hyperformer++", "mt-adapters", "st-adapters", "st-adapters"]
@@ -215,13 +253,13 @@ def test_every_committed_grid_and_profile_validates_offline(path):
     if "axes" in raw:
         assert sw.plan(path, Path("/nonexistent-results")).cells
     elif "mode" in raw:  # 02_dapt / 03_tapt parameters
-        from adaptstudy.pretrain import PretrainConfig
+        from adaptstudy.runs.pretrain_config import PretrainConfig
 
         task = raw.pop("task", None)
         PretrainConfig(**raw, **({"corpus": f"task:{task}"} if task else {}))
     elif "method" in raw:
         FinetuneConfig(**raw)
     else:
-        from adaptstudy.config import DataPrepParams
+        from adaptstudy.runs.notebook_params import DataPrepParams
 
         DataPrepParams(**raw)

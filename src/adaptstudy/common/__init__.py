@@ -1,0 +1,1 @@
+"""Small pieces every layer uses: registries whose errors list the valid names, project paths, atomic writes."""

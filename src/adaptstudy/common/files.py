@@ -1,0 +1,73 @@
+"""Files and folders written whole or not at all, and the one marker convention for folders we make.
+
+Every folder the project writes for later runs (a converted backbone, a pretraining artifact, a source adapter,
+a multi-task encoder, a training checkpoint) carries `adaptstudy.json`, written last: a folder without it is
+incomplete (a killed writer) and is never read. The marker holds what the folder is (its run id, kind, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+TMP_PREFIX = ".tmp-"
+MARKER = "adaptstudy.json"
+
+
+def write_json_atomic(data: Any, target: str | os.PathLike) -> Path:
+    """`data` as JSON at `target`, through a temporary file in the same folder, fsynced and renamed into place."""
+    target = Path(target)
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".json", dir=target.parent)
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; a record is a normal, shareable file
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=True, allow_nan=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+@contextmanager
+def atomic_folder(folder: str | os.PathLike) -> Iterator[Path]:
+    """A scratch folder beside `folder` to fill; it replaces `folder` only when the block ends without error,
+    so a killed writer never leaves a half-written model or adapter behind."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=folder.parent))
+    try:
+        yield scratch
+        if folder.exists():
+            shutil.rmtree(folder)
+        scratch.rename(folder)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def mark_complete(folder: str | os.PathLike, meta: dict[str, Any]) -> None:
+    """Write the folder's marker: the last file, so its presence means the rest is there."""
+    (Path(folder) / MARKER).write_text(json.dumps(meta))
+
+
+def is_complete(folder: str | os.PathLike) -> bool:
+    return (Path(folder) / MARKER).is_file()
+
+
+def read_marker(folder: str | os.PathLike) -> dict[str, Any]:
+    return json.loads((Path(folder) / MARKER).read_text())
+
+
+def remove_folder(folder: str | os.PathLike | None) -> None:
+    """Remove a folder and what is in it, if there is one (finished runs' checkpoints)."""
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)

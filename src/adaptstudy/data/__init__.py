@@ -1,0 +1,24 @@
+"""The data layer: the task registry and its files (mirror first, then the Hub), splits, corpora, metrics.
+
+spec       what a task is (`TaskSpec`), the registry `TASKS`, the layer's errors
+catalog    the registered tasks        readers   TSV/CSV/JSONL files and the Hub into `datasets`
+builders   tasks that need building    splits    caps, re-splits, stratified and selection splits
+tasks      `load_task`, `resolve_task` corpora   unlabelled text for masked-LM pretraining
+encoding   token ids for training      metrics   the papers' metrics, in points
+describe   a task at a glance
+"""
+
+from adaptstudy.data.errors import DataNotFoundError, MalformedDataError
+from adaptstudy.data.spec import TASKS, TaskSpec, register_task
+from adaptstudy.data.tasks import load_task, resolve_data_dir, resolve_task
+
+__all__ = [
+    "TASKS",
+    "DataNotFoundError",
+    "MalformedDataError",
+    "TaskSpec",
+    "load_task",
+    "register_task",
+    "resolve_data_dir",
+    "resolve_task",
+]

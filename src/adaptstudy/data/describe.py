@@ -1,0 +1,40 @@
+"""A task at a glance: sizes, label balance and token lengths of every split (the `01_data_prep` notebook)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from datasets import DatasetDict
+
+from adaptstudy.data.spec import TaskSpec
+
+
+def describe_task(splits: DatasetDict, tokenizer, spec: TaskSpec, max_seq_length: int) -> dict:
+    """Sizes, label balance and token lengths (untruncated) of every split, as tables."""
+    sizes, labels, lengths = [], [], []
+    for split, ds in splits.items():
+        sizes.append({"split": split, "examples": len(ds)})
+        if spec.is_regression:
+            labels.append(
+                {
+                    "split": split,
+                    "label": "mean (sd)",
+                    "share": f"{np.mean(ds['label']):.2f} ({np.std(ds['label']):.2f})",
+                }
+            )
+        else:
+            counts = np.bincount(list(ds["label"]), minlength=spec.num_labels)
+            names = spec.label_names or spec.labels
+            labels += [{"split": split, "label": n, "share": c / len(ds)} for n, c in zip(names, counts)]
+        pair = list(ds["text_b"]) if "text_b" in ds.column_names else None
+        ids = tokenizer(list(ds["text_a"]), pair)["input_ids"]
+        lengths += [{"split": split, "tokens": len(x)} for x in ids]
+    lengths = pd.DataFrame(lengths)
+    summary = lengths.groupby("split")["tokens"].describe(percentiles=[0.5, 0.95])
+    summary["truncated_share"] = lengths.groupby("split")["tokens"].apply(lambda s: (s > max_seq_length).mean())
+    return {
+        "sizes": pd.DataFrame(sizes),
+        "labels": pd.DataFrame(labels),
+        "lengths": lengths,
+        "length_summary": summary.reset_index(),
+    }

@@ -1,0 +1,322 @@
+"""Resumable sweeps: a YAML grid expanded into runs, each run at most once, failures recorded.
+
+A grid file names a study, the settings every cell shares, and the axes to cross:
+
+    study: houlsby_table1
+    fixed: {backbone: minilm-l6, num_train_epochs: 3}
+    axes:
+      task: [rte, mrpc]
+      seed: [0, 1, 2]
+      method:                       # a list of names, or per-method axes
+        full: {learning_rate: [5.0e-5]}
+        houlsby: {adapter_size: [8, 64], learning_rate: [5.0e-4]}
+
+A cell may start from a pretraining run named by its settings (`init_from: {corpus: ..., mode: ...}`, often
+written once under `definitions:` with a YAML anchor); a pretraining whose artifact is not in the cache yet runs
+first, once, and its record goes to `<results_dir>_pretrain`.
+
+`axes` may also be a list of such mappings (blocks): each block is crossed on its own and the cells
+of all blocks are run in order, e.g. a different learning rate per task or per adapter size.
+
+Every cell is validated before anything trains. A cell whose record exists with status `ok` is
+skipped, so rerunning the same command continues where it stopped; a cell that raises (or whose
+loss is not finite) leaves a `failed` record with the traceback and the sweep goes on. Long cells
+checkpoint under `<results_dir>/.checkpoints/<run_id>/` and resume from there after a kill.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from adaptstudy.common.files import TMP_PREFIX, remove_folder
+from adaptstudy.runs.base import ConfigError, validate
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.multitask_config import MultiTaskConfig
+from adaptstudy.runs.pretrain_config import PretrainConfig
+from adaptstudy.runs.records import base_record, resolve_results_dir, write_record
+from adaptstudy.training.runner import run as run_cell
+
+CHECKPOINTS = ".checkpoints"
+
+
+Axes = dict[str, list[Any] | dict[str, dict[str, list[Any]]]]
+
+
+class Grid(BaseModel):
+    """A sweep file, validated."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: Literal["finetune", "pretrain", "multitask"] = Field(
+        "finetune", description="what each cell runs: fine-tuning, MLM pretraining, or multi-task training"
+    )
+    description: str = ""
+    definitions: dict[str, Any] = Field(
+        {},
+        description="named settings to refer to with YAML anchors (e.g. the pretraining "
+        "runs that cells start from); not cells themselves",
+    )
+    fixed: dict[str, Any] = {}
+    axes: Axes | list[Axes] = Field(min_length=1)
+
+    @field_validator("axes")
+    @classmethod
+    def _non_empty(cls, axes):
+        for block in axes if isinstance(axes, list) else [axes]:
+            _check_block(block)
+        return axes
+
+    def blocks(self) -> list[Axes]:
+        return self.axes if isinstance(self.axes, list) else [self.axes]
+
+
+def _check_block(axes: Axes) -> None:
+    if not axes:
+        raise ValueError("a block of axes is empty: it would have no cells")
+    for name, values in axes.items():
+        if not values:
+            raise ValueError(f"axis {name!r} is empty: the grid would have no cells")
+        if isinstance(values, dict):
+            if name != "method":
+                raise ValueError(f"only the `method` axis may map names to their own axes, not {name!r}")
+            for method, sub in values.items():
+                for sub_name, sub_values in (sub or {}).items():
+                    if not isinstance(sub_values, list) or not sub_values:
+                        raise ValueError(f"axis method.{method}.{sub_name} must be a non-empty list")
+
+
+@dataclass
+class Cell:
+    config: FinetuneConfig | PretrainConfig | MultiTaskConfig
+    status: str = "todo"  # todo / done (an ok record exists) / ok / skipped / failed
+    error: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.config.run_id
+
+
+@dataclass
+class Plan:
+    study: str
+    results_dir: Path
+    cells: list[Cell] = field(default_factory=list)
+    kind: str = "finetune"
+
+    def table(self) -> pd.DataFrame:
+        rows = []
+        for c in self.cells:
+            cfg = c.config.resolved()
+            rows.append(
+                {
+                    "run_id": c.run_id,
+                    "status": c.status,
+                    "task": cfg.task_name,
+                    "method": cfg.method,
+                    **{k: getattr(cfg, k, None) for k in DESCRIBED[2:]},
+                    "error": c.error,
+                }
+            )
+        return pd.DataFrame(rows).dropna(axis=1, how="all")
+
+    def counts(self) -> dict[str, int]:
+        statuses = [c.status for c in self.cells]
+        return {s: statuses.count(s) for s in ("ok", "skipped", "failed", "todo", "done")}
+
+    def summary(self) -> str:
+        n = self.counts()
+        return (
+            f"study {self.study}: {len(self.cells)} cells; ran {n['ok']} ok, skipped {n['skipped'] + n['done']} "
+            f"already done, {n['failed']} failed" + (f", {n['todo']} not run" if n["todo"] else "")
+        )
+
+    def raise_if_failed(self) -> None:
+        failed = [c for c in self.cells if c.status == "failed"]
+        if failed:
+            details = "; ".join(f"{c.run_id}: {c.error}" for c in failed)
+            raise SweepFailed(f"{len(failed)} of {len(self.cells)} cells failed ({details})")
+
+
+class SweepFailed(RuntimeError):
+    """At least one cell failed (its record says why); the others ran."""
+
+
+def load_grid(path: str | Path) -> Grid:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"sweep file {path} does not exist")
+    with open(path) as f:
+        raw = yaml.safe_load(f)  # params are data, never code
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"sweep file {path}: expected a mapping with study, fixed and axes")
+    return validate(Grid, raw, what=f"sweep key ({path.name})")
+
+
+def expand(grid: Grid) -> list[dict[str, Any]]:
+    """Every combination of each block's axes, merged over the fixed settings, in file order."""
+    return [cell for block in grid.blocks() for cell in _expand_block(block, grid.fixed)]
+
+
+def _expand_block(axes: Axes, fixed: dict[str, Any]) -> list[dict[str, Any]]:
+    plain = {k: v for k, v in axes.items() if not isinstance(v, dict)}
+    per_method = axes.get("method") if isinstance(axes.get("method"), dict) else None
+    method_options: list[dict[str, Any]] = [{}]
+    if per_method is not None:
+        method_options = []
+        for method, sub in per_method.items():
+            sub = sub or {}
+            for values in itertools.product(*sub.values()):
+                method_options.append({"method": method, **dict(zip(sub, values))})
+    cells = []
+    for values in itertools.product(*plain.values()):
+        for option in method_options:
+            cells.append({**fixed, **dict(zip(plain, values)), **option})
+    return cells
+
+
+def plan(sweep: str | Path, results_dir: str | Path | None = None, data_dir: str | None = None) -> Plan:
+    """Validate every cell of a sweep file and mark those that already have an ok record."""
+    grid = load_grid(sweep)
+    folder = Path(results_dir) if results_dir else resolve_results_dir(None, grid.study)
+    cells, problems = [], []
+    model = {"finetune": FinetuneConfig, "pretrain": PretrainConfig, "multitask": MultiTaskConfig}[grid.kind]
+    for i, values in enumerate(expand(grid), start=1):
+        values = {**values, "results_dir": str(folder), **({"data_dir": data_dir} if data_dir else {})}
+        try:
+            cells.append(Cell(validate(model, values, what="setting")))
+        except ConfigError as e:
+            problems.append(f"cell {i} ({_describe(values)}): {e}")
+    if problems:
+        raise ConfigError(f"sweep {sweep}: " + " | ".join(problems))
+    seen: dict[str, int] = {}
+    for i, cell in enumerate(cells, start=1):
+        if cell.run_id in seen:
+            raise ConfigError(f"sweep {sweep}: cells {seen[cell.run_id]} and {i} are the same run ({cell.run_id})")
+        seen[cell.run_id] = i
+    result = Plan(grid.study, folder, cells, grid.kind)
+    _clean_temporary_files(folder)
+    for cell in cells:
+        if _ok_record(folder / f"{cell.run_id}.json"):
+            cell.status = "done"
+    return result
+
+
+def run(p: Plan, progress: bool = True) -> Plan:
+    """Run every cell not yet done, in process; failures are recorded and the sweep goes on."""
+    todo = [c for c in p.cells if c.status == "todo"]
+    for n, cell in enumerate(todo, start=1):
+        if _ok_record(p.results_dir / f"{cell.run_id}.json"):  # made meanwhile by an earlier cell (a fusion source)
+            cell.status = "done"
+            continue
+        if progress:
+            print(f"[{n}/{len(todo)}] {cell.run_id} {_describe(cell.config.identity())}", flush=True)
+        checkpoints = p.results_dir / CHECKPOINTS / cell.run_id
+        try:
+            run_cell(cell.config, checkpoint_dir=checkpoints)  # what it starts from is trained first, once
+        except Exception as e:  # one cell's failure must not stop the others
+            cell.status, cell.error = "failed", f"{type(e).__name__}: {e}"
+            write_failure(cell.config, e)
+            print(f"  failed: {cell.error}", file=sys.stderr, flush=True)
+        else:
+            cell.status = "ok"
+            remove_folder(checkpoints)
+    for cell in p.cells:
+        if cell.status == "done":
+            cell.status = "skipped"
+    try:
+        (p.results_dir / CHECKPOINTS).rmdir()  # only if no interrupted cell left a checkpoint
+    except OSError:
+        pass
+    return p
+
+
+def write_failure(config: FinetuneConfig | PretrainConfig | MultiTaskConfig, error: BaseException) -> None:
+    record = base_record(config)
+    record.update(
+        status="failed",
+        error=f"{type(error).__name__}: {error}",
+        traceback="".join(traceback.format_exception(error)),
+        metrics={},
+        main_metric=None,
+        trainable_params=None,
+        total_params=None,
+        train_runtime_s=None,
+        train_examples_per_s=None,
+        peak_rss_mb=None,
+        finished_at=datetime.now(timezone.utc).isoformat(),
+    )
+    write_record(record, resolve_results_dir(config.results_dir, config.STUDY))
+
+
+def _ok_record(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text()).get("status") == "ok"
+    except (OSError, ValueError):
+        return False
+
+
+def _clean_temporary_files(folder: Path) -> None:
+    """A temporary file left by a killed writer is never a record: remove it."""
+    if folder.is_dir():
+        for leftover in folder.glob(f"{TMP_PREFIX}*"):
+            leftover.unlink(missing_ok=True)
+
+
+DESCRIBED = (
+    "task",
+    "method",
+    "tasks",
+    "corpus",
+    "mode",
+    "backbone",
+    "adapter_size",
+    "top_k_layers",
+    "adapter_init_std",
+    "adapter_variant",
+    "learning_rate",
+    "seed",
+    "train_fraction",
+    "corpus_fraction",
+    "max_steps",
+    "max_train_examples",
+)
+
+
+def _describe(values: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={values[k]}" for k in DESCRIBED if values.get(k) is not None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m adaptstudy.sweep GRID [--results-dir DIR] [--data-dir DIR] [--dry-run]`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m adaptstudy.sweep", description=__doc__.split("\n\n")[0])
+    parser.add_argument("sweep")
+    parser.add_argument("--results-dir")
+    parser.add_argument("--data-dir")
+    parser.add_argument("--dry-run", action="store_true")
+    args = parser.parse_args(argv)
+    p = plan(args.sweep, args.results_dir, args.data_dir)
+    if args.dry_run:
+        print(p.table().to_string(index=False))
+        return 0
+    run(p)
+    print(p.summary())
+    return 1 if p.counts()["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

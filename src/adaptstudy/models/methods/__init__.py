@@ -1,0 +1,7 @@
+"""Methods: how each prepares a backbone and which of its weights train (`METHODS`), one module per family."""
+
+from adaptstudy.models.methods.base import ADAPTER_NAME, PRETRAINED_ADAPTER, Method, count_parameters, is_head
+from adaptstudy.models.methods.bottleneck import adapters_removed
+from adaptstudy.models.methods.registry import METHODS
+
+__all__ = ["ADAPTER_NAME", "METHODS", "PRETRAINED_ADAPTER", "Method", "adapters_removed", "count_parameters", "is_head"]

@@ -1,0 +1,107 @@
+"""What every method shares: the `Method` record, parameter names (head, added weights, layers) and counting.
+
+Every method starts from `AutoModelForSequenceClassification` on the backbone. The *head* is
+BERT's pooler (a pretrained dense layer on [CLS]) plus the new classifier; every method trains it,
+so trainable counts differ only in what each method adds or unfreezes in the encoder.
+Parameters are counted here, head included, the same way for every method; for adapter methods
+the record also keeps what the `adapters` package reports (the adapter weights alone).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from torch import nn
+
+ADAPTER_NAME = "task"
+PRETRAINED_ADAPTER = "pretrained"  # an adapter from MLM pretraining, frozen under the task adapter (stack)
+HEAD_PATTERN = re.compile(r"(^|\.)(classifier|pooler|score|heads)\.")
+# Modules the `adapters` package adds (bottleneck adapters, LoRA/IA3, prefixes, soft prompts, Compacter's shared
+# rule, AdapterFusion's attention) and our Hyperformer hypernetworks.
+ADDED_PATTERN = re.compile(
+    r"(^|\.)(adapters|loras|prefix_tuning|prompt_tuning|shared_parameters|hypernetworks|adapter_fusion_layer)\."
+)
+LAYER_PATTERN = re.compile(r"\.layer\.(\d+)\.")
+
+
+def is_head(name: str) -> bool:
+    return bool(HEAD_PATTERN.search(name))
+
+
+def is_layer_norm(name: str) -> bool:
+    return "LayerNorm" in name or "layer_norm" in name
+
+
+def layer_index(name: str) -> int | None:
+    """The transformer layer a parameter belongs to (None: embeddings, head)."""
+    match = LAYER_PATTERN.search(name)
+    return int(match.group(1)) if match else None
+
+
+def is_adapter(name: str) -> bool:
+    return ".adapters." in name
+
+
+def is_added(name: str) -> bool:
+    """A weight that a method added to the backbone (adapter, LoRA, prefix, prompt, ...)."""
+    return bool(ADDED_PATTERN.search(name))
+
+
+def is_embedding(name: str) -> bool:
+    return ".embeddings." in name or name.startswith("embeddings.")
+
+
+def is_encoder_layer(name: str) -> bool:
+    return layer_index(name) is not None and not is_added(name)
+
+
+def is_bias(name: str) -> bool:
+    return name.endswith(".bias")
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    description: str
+    trainable: Callable[[str, nn.Module, object], bool] = field(repr=False)  # (parameter name, model, config)
+    prepare: Callable[[nn.Module, object], nn.Module] = field(default=lambda model, config: model, repr=False)
+    default_learning_rate: float = 2e-5
+    uses_adapter_size: bool = False
+    default_adapter_size: int | None = None
+    uses_top_k: bool = False
+
+    def apply(self, model: nn.Module, config) -> nn.Module:
+        """Prepare `model` for this method and set `requires_grad` on every parameter."""
+        return self.set_trainable(self.prepare(model, config), config)
+
+    def apply_to_encoder(self, model: nn.Module, config) -> nn.Module:
+        """The same for a model whose encoder is `model.bert` with heads of its own (multi-task): the method
+        prepares the encoder; what trains is decided over the whole model's names."""
+        model.bert = self.prepare(model.bert, config)
+        return self.set_trainable(model, config)
+
+    def set_trainable(self, model: nn.Module, config) -> nn.Module:
+        """`requires_grad` on every parameter: what the method trains, never a frozen pretrained adapter."""
+        for name, param in model.named_parameters():
+            frozen_pretrained = f".{PRETRAINED_ADAPTER}." in name
+            param.requires_grad_(bool(self.trainable(name, model, config)) and not frozen_pretrained)
+        return model
+
+
+def count_parameters(model: nn.Module) -> dict[str, int]:
+    """Trainable and total parameters (head included), and the backbone's own size."""
+    params = dict(model.named_parameters())
+    backbone = sum(p.numel() for n, p in params.items() if not is_head(n) and not is_added(n))
+    counts = {
+        "trainable_params": sum(p.numel() for p in params.values() if p.requires_grad),
+        "total_params": sum(p.numel() for p in params.values()),
+        "backbone_params": backbone,
+        "head_params": sum(p.numel() for n, p in params.items() if is_head(n)),
+    }
+    if hasattr(model, "adapter_summary"):
+        counts["adapters_reported_params"] = sum(
+            row["#param"] for row in model.adapter_summary(as_dict=True) if row["name"] != "Full model"
+        )
+    return counts

@@ -1,0 +1,37 @@
+"""Methods the `adapters` package implements with its default configs (LoRA, IA3, prefix and prompt tuning,
+Compacter, UniPELT): what the method adds trains, with the head; nothing else does."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import adapters
+from torch import nn
+
+from adaptstudy.models.methods.base import ADAPTER_NAME, Method, is_added, is_head
+
+PROMPT_TOKENS = 20
+
+
+def _library_method(config_class: str, **options) -> Callable[[nn.Module, object], nn.Module]:
+    """`prepare` for a method the `adapters` package implements (its config class by name, imported
+    late like the package itself): add it under one name and activate it."""
+
+    def prepare(model: nn.Module, config) -> nn.Module:
+        adapters.init(model)
+        model.add_adapter(ADAPTER_NAME, config=getattr(adapters, config_class)(**options))
+        model.train_adapter(ADAPTER_NAME)
+        return model
+
+    return prepare
+
+
+def from_library(name: str, description: str, config_class: str, learning_rate: float, **options) -> Method:
+    """A method the `adapters` package implements: what it adds trains, with the head; nothing else does."""
+    return Method(
+        name,
+        description + " + head",
+        trainable=lambda n, *_: is_added(n) or is_head(n),
+        prepare=_library_method(config_class, **options),
+        default_learning_rate=learning_rate,
+    )

@@ -1,0 +1,216 @@
+"""Tables and plots for the book: our records aggregated per cell, published numbers beside them."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from adaptstudy.models.methods import METHODS
+from adaptstudy.reporting.published import published_frame
+
+
+def verdict(holds: bool | None, partly: bool = False) -> str:
+    """The plain word a chapter gives a claim."""
+    return "not run yet" if holds is None else "holds" if holds else "partly" if partly else "does not hold"
+
+
+def choose_learning_rates(grid: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per group of `keys`: the learning rate with the best dev score among `grid` (runs of one seed),
+    with every rate tried and its score, so a chapter can show the choice."""
+    columns = [*keys, "learning_rate", "grid", "dev score"]
+    if grid.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for values, group in grid.groupby(keys, sort=False):
+        best = group.loc[group["main_metric_value"].idxmax()]
+        rates = ", ".join(
+            f"{lr:g}: {v:.1f}" for lr, v in sorted(zip(group["config.learning_rate"], group["main_metric_value"]))
+        )
+        rows.append(
+            {
+                **dict(zip(keys, values)),
+                "learning_rate": best["config.learning_rate"],
+                "grid": rates,
+                "dev score": best["main_metric_value"],
+            }
+        )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def at_learning_rates(runs: pd.DataFrame, chosen: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The runs made at the rate chosen for their group of `keys` (groups without a choice are dropped)."""
+    merged = runs.merge(chosen[[*keys, "learning_rate"]], on=keys)
+    return merged[np.isclose(merged["config.learning_rate"].astype(float), merged["learning_rate"].astype(float))]
+
+
+def method_label(method: str, adapter_size) -> str:
+    """`houlsby-64` for adapter methods, the method's name otherwise (as the published table names them)."""
+    return f"{method}-{int(adapter_size)}" if pd.notna(adapter_size) else method
+
+
+def aggregate_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (task, method, backbone): mean and std of the main metric over seeds, costs, run count."""
+    if runs.empty:
+        return pd.DataFrame(
+            columns=["task", "method", "backbone", "metric", "ours_mean", "ours_std", "runs", "train_examples"]
+        )
+    runs = runs.assign(method=[method_label(m, a) for m, a in zip(runs["method"], runs["config.adapter_size"])])
+    runs = runs.assign(trainable_pct=100 * runs["trainable_params"] / runs["total_params"])
+    grouped = runs.groupby(["task", "method", "backbone", "main_metric"], as_index=False)
+    out = grouped.agg(
+        ours_mean=("main_metric_value", "mean"),
+        ours_std=("main_metric_value", "std"),
+        runs=("run_id", "count"),
+        train_examples=("train_examples", "max"),
+        epochs=("config.num_train_epochs", "max"),
+        learning_rate=("config.learning_rate", "first"),
+        trainable_pct=("trainable_pct", "mean"),
+        train_runtime_s=("train_runtime_s", "mean"),
+        train_examples_per_s=("train_examples_per_s", "mean"),
+        peak_rss_mb=("peak_rss_mb", "max"),
+    )
+    return out.rename(columns={"main_metric": "metric"})
+
+
+def compare_with_published(runs: pd.DataFrame, paper: str, tasks=None, methods=None) -> pd.DataFrame:
+    """Our aggregated runs joined with a paper's numbers on (task, method, metric).
+
+    Published cells we have no run for are kept (ours empty), so the table shows what is missing;
+    `tasks`/`methods` limit the published side to a chapter's scope.
+    """
+    ours = aggregate_runs(runs)
+    theirs = published_frame(paper)[["task", "method", "metric", "value", "backbone", "split", "source"]]
+    if tasks is not None:
+        theirs = theirs[theirs["task"].isin(tasks)]
+    if methods is not None:
+        theirs = theirs[theirs["method"].isin(methods)]
+    theirs = theirs.rename(columns={"value": "published", "backbone": "published_backbone", "split": "published_split"})
+    table = theirs.merge(ours, on=["task", "method", "metric"], how="outer")
+    table["difference"] = table["ours_mean"] - table["published"]
+    return table.sort_values(["task", "method"]).reset_index(drop=True)
+
+
+COST_COLUMNS = ["train_examples", "epochs", "train_runtime_s", "train_examples_per_s", "trainable_pct", "peak_rss_mb"]
+
+
+def scale_note(runs: pd.DataFrame, scored_on: str = "the dev set") -> str:
+    """One sentence saying at which scale the runs in a table were made."""
+    if runs.empty:
+        return "**No committed records yet** for this table: only the published numbers are shown."
+    backbones = ", ".join(sorted(runs["backbone"].unique()))
+    # a cell is a configuration up to its seed
+    setting = [
+        c
+        for c in runs.columns
+        if c.startswith("config.") and c not in ("config.seed", "config.data_dir", "config.results_dir")
+    ]
+    seeds = runs.groupby(setting, dropna=False)["seed"].nunique()
+    steps = runs["config.max_steps"].dropna() if "config.max_steps" in runs else pd.Series(dtype=float)
+    updates = f" (or {span(steps)} updates)" if not steps.empty else ""
+    devices = ", ".join(sorted(runs["device"].unique()))
+    if "precision_used" in runs:
+        devices += " in " + ", ".join(sorted(runs["precision_used"].fillna("fp32").unique()))
+    return (
+        f"Ours: {len(runs)} runs on {backbones}, {span(seeds)} seed(s) per cell, "
+        f"{span(runs['config.num_train_epochs'])} epochs{updates}, "
+        f"max_seq_length {runs['config.max_seq_length'].max()}, on {devices}; metrics on {scored_on}."
+    )
+
+
+def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
+    """One sentence: how many runs, and the training and evaluation hours they took on this machine, against the
+    chapter's budget."""
+    if runs.empty:
+        return "No runs yet."
+    train_h = runs["train_runtime_s"].sum() / 3600
+    eval_h = runs["eval_runtime_s"].sum() / 3600 if "eval_runtime_s" in runs else 0.0
+    return (
+        f"{len(runs)} runs: {train_h:.2f} h of training and {eval_h:.2f} h of evaluation ({train_h + eval_h:.2f} h on "
+        f"2 CPU cores against the chapter's budget of about {budget_h:g} h; model loading not counted)."
+    )
+
+
+def method_descriptions(methods) -> pd.DataFrame:
+    """What each method trains, from the methods registry: the configs a chapter must state."""
+    return pd.DataFrame([(m, METHODS.get(m).description) for m in methods], columns=["method", "what trains"])
+
+
+def mean_sd(values) -> str:
+    """'61.0 ± 1.4 (2)': mean ± sample sd (0 for one value) and how many values; '–' for none."""
+    values = list(values)
+    if not values:
+        return "–"
+    sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+    return f"{np.mean(values):.1f} ± {sd:.1f} ({len(values)})"
+
+
+def span(values: pd.Series) -> str:
+    """'3' when every value is 3, '1–3' when they range (for notes on the scale of a table)."""
+    low, high = values.min(), values.max()
+    return f"{low:g}" if low == high else f"{low:g}–{high:g}"
+
+
+def display_table(table: pd.DataFrame):
+    """The comparison table rounded for reading (a pandas Styler, rendered in the book)."""
+    shown = table.rename(columns={"ours_mean": "ours", "ours_std": "ours sd"})
+    cols = ["task", "method", "metric", "published", "ours", "ours sd", "runs", "difference", *COST_COLUMNS]
+    cols = [c for c in cols if c in shown.columns]
+    return (
+        shown[cols]
+        .style.format(precision=1, na_rep="–")
+        .format(
+            {"train_examples_per_s": "{:.1f}", "trainable_pct": "{:.2f}", "peak_rss_mb": "{:.0f}", "runs": "{:.0f}"},
+            na_rep="–",
+        )
+        .hide(axis="index")
+    )
+
+
+def plot_comparison(table: pd.DataFrame):
+    """Ours (dev) beside published (as the paper reports) per task and method."""
+    long = table.melt(
+        id_vars=["task", "method"], value_vars=["ours_mean", "published"], var_name="source", value_name="score"
+    ).replace({"source": {"ours_mean": "ours", "published": "published"}})
+    long["bar"] = long["method"] + " (" + long["source"] + ")"
+    ax = sns.barplot(data=long.dropna(subset=["score"]), x="task", y="score", hue="bar")
+    ax.set_ylabel("main metric (points)")
+    ax.legend(title=None, loc="lower right", fontsize="small")
+    plt.tight_layout()
+    return ax
+
+
+def adapter_gap(table: pd.DataFrame, adapter: str = "houlsby-64", tolerance: float = 1.0) -> pd.DataFrame:
+    """Per task: adapters minus full fine-tuning, ours and published, with a plain verdict.
+
+    The claim checked is Houlsby et al.'s: adapters come within a point or so of full fine-tuning
+    (0.4 on average over GLUE). `tolerance` is how far below full fine-tuning still counts as "holds".
+    """
+    rows = []
+    for task, group in table.groupby("task"):
+        by_method = group.set_index("method")
+        if not {"full", adapter} <= set(by_method.index):
+            continue
+        ours = by_method.loc[adapter, "ours_mean"] - by_method.loc["full", "ours_mean"]
+        theirs = by_method.loc[adapter, "published"] - by_method.loc["full", "published"]
+        runs = int(min(by_method.loc[adapter, "runs"], by_method.loc["full", "runs"])) if pd.notna(ours) else 0
+        if pd.isna(ours):
+            verdict = "not run yet"
+        elif ours >= -tolerance:
+            verdict = f"holds (adapters within {tolerance:g} point of full fine-tuning)"
+        else:
+            verdict = f"does not hold (adapters {-ours:.1f} points below full fine-tuning)"
+        if runs == 1 and pd.notna(ours):
+            verdict += "; one seed, so differences of a point or two are within seed noise"
+        rows.append(
+            {
+                "task": task,
+                "metric": by_method.loc["full", "metric"],
+                "ours: adapters − full": ours,
+                "published: adapters − full": theirs,
+                "seeds": runs,
+                "verdict": verdict,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,359 @@
+"""The Don't Stop Pretraining chapter: domain- and task-adaptive pretraining, for the full model and for adapters.
+
+Fine-tuning records (study `dsp`) name their starting point by the settings of the pretraining run that
+made it (`init_from`, nested for chains), so each run's condition is read off that chain:
+the warmed MLM head alone is the baseline; a domain corpus on top is DAPT (the task's own domain) or
+¬DAPT (another domain); the task's training texts on top are TAPT, and on top of DAPT, DAPT+TAPT.
+Pretraining records (study `dsp_pretrain`) give the perplexities and the costs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from adaptstudy.reporting.common import mean_sd, span, verdict
+from adaptstudy.reporting.published import (
+    DSP_CONDITIONS,
+    DSP_DOMAINS,
+    DSP_NOT_OFFLINE,
+    DSP_STD,
+    GURURANGAN_2020,
+    published_frame,
+)
+
+CORPUS_DOMAIN = {"reviews": "Reviews", "news": "News"}  # our DAPT corpora and the paper's domain names
+WARM_UP = ("general", "head")
+
+
+def pretraining_settings(init_from: Any) -> list[dict]:
+    """The settings of each pretraining run behind a starting point, latest first; [] for a plain backbone or a
+    starting point given as a folder (its chain is not in the record)."""
+    out = []
+    while isinstance(init_from, dict):
+        out.append(init_from)
+        init_from = init_from.get("init_from")
+    return out
+
+
+def chain(init_from: Any) -> list[tuple[str, str]]:
+    """(corpus, mode) of each pretraining run behind a starting point, latest first."""
+    return [(s["corpus"], s.get("mode", "full")) for s in pretraining_settings(init_from)]
+
+
+def condition(task: str, steps: list[tuple[str, str]]) -> str | None:
+    """baseline / dapt / not-dapt / tapt / dapt+tapt for a chain that starts from the warmed head, else None."""
+    if not steps or steps[-1] != WARM_UP:
+        return None
+    adaptive = [corpus for corpus, _ in steps[:-1]][::-1]  # oldest first
+    names = []
+    for corpus in adaptive:
+        if corpus.startswith("task:"):
+            names.append("tapt")
+        else:
+            names.append("dapt" if CORPUS_DOMAIN.get(corpus) == DSP_DOMAINS.get(task) else "not-dapt")
+    label = "+".join(names) or "baseline"
+    return label if label in DSP_CONDITIONS else None
+
+
+def adaptation(method: str, steps: list[tuple[str, str]], adapter_use: str | None) -> tuple[str, str]:
+    """(family, adaptation): what is fine-tuned (the full model, or a task adapter of `method`), and which of its
+    parts adaptive pretraining reached (the full model, or an adapter: continued or stacked under the task's)."""
+    family = "full model" if method == "full" else f"{method} adapter"
+    adapter_modes = sorted({mode for _, mode in steps[:-1]} - {"full"})
+    if not adapter_modes:
+        return family, family
+    return family, f"{family}, {'/'.join(adapter_modes)} pretrained ({adapter_use})"
+
+
+def label_runs(runs: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
+    """Adds `condition`, `family`, `adaptation` and `corpus_fraction` (of the domain corpus) to fine-tuning runs."""
+    info = {}
+    for r in records:
+        settings = pretraining_settings(r["config"].get("init_from"))
+        steps = chain(r["config"].get("init_from"))
+        domain_runs = [s for s in settings if s["corpus"] in CORPUS_DOMAIN]
+        fraction = domain_runs[0].get("corpus_fraction", 1.0) if domain_runs else np.nan
+        info[r["run_id"]] = (
+            condition(r["task"], steps),
+            *adaptation(r["method"], steps, r["config"].get("adapter_use")),
+            fraction,
+        )
+    columns = ["condition", "family", "adaptation", "corpus_fraction"]
+    if runs.empty:
+        return pd.DataFrame(columns=["run_id", "task", "method", "seed", "main_metric_value", *columns]).astype(
+            {"main_metric_value": float, "corpus_fraction": float}
+        )
+    cols = pd.DataFrame(runs["run_id"].map(info).tolist(), columns=columns, index=runs.index)
+    return pd.concat([runs, cols], axis=1)
+
+
+def main_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Table 5 with ours beside it: per task a row of the paper's mean (sd), then one row per fine-tuned
+    family and adaptation of ours (mean ± sd (seeds)); an adapter variant's baseline is its family's baseline."""
+    ours = runs[runs["condition"].notna() & (runs["corpus_fraction"].fillna(1.0) == 1.0)]
+    published = published_frame(GURURANGAN_2020).set_index(["task", "method"])["value"]
+    rows = []
+    for task in DSP_DOMAINS:
+        paper = {
+            c: f"{published[(task, c)]:.1f}" + (f" ({DSP_STD[(task, c)]:.1f})" if (task, c) in DSP_STD else "")
+            for c in DSP_CONDITIONS
+        }
+        rows.append({"task": task, "domain": DSP_DOMAINS[task], "model": "paper: RoBERTa-base", **paper})
+        if task in DSP_NOT_OFFLINE:
+            rows.append(
+                {
+                    "task": task,
+                    "domain": DSP_DOMAINS[task],
+                    "model": "ours",
+                    **dict.fromkeys(DSP_CONDITIONS, "not run offline"),
+                }
+            )
+            continue
+        mine = ours[ours["task"] == task]
+        for family in sorted(mine["family"].unique(), key=lambda f: (f != "full model", f)):
+            in_family = mine[mine["family"] == family]
+            base = in_family[(in_family["adaptation"] == family) & (in_family["condition"] == "baseline")]
+            for variant in sorted(set(in_family["adaptation"]) - {family}) or [family]:
+                # a pretrained adapter variant is shown beside its family's plain baseline
+                cells = in_family[in_family["adaptation"] == variant]
+                if variant != family:
+                    cells = pd.concat([base, cells])
+                row = {c: mean_sd(cells.loc[cells["condition"] == c, "main_metric_value"]) for c in DSP_CONDITIONS}
+                if DSP_DOMAINS[task] not in CORPUS_DOMAIN.values():  # BioMed, CS: no domain corpus in the mirror
+                    row.update({c: "no corpus offline" for c in ("dapt", "dapt+tapt") if row[c] == "–"})
+                rows.append({"task": task, "domain": DSP_DOMAINS[task], "model": f"ours: {variant}", **row})
+    return pd.DataFrame(rows, columns=["task", "domain", "model", *DSP_CONDITIONS])
+
+
+def gains(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per task, adaptation and condition: mean metric minus the baseline of the same family (what is fine-tuned,
+    from the warmed head without adaptive pretraining)."""
+    full = runs[runs["corpus_fraction"].fillna(1.0) == 1.0]
+    means = full.groupby(["task", "family", "adaptation", "condition"])["main_metric_value"].mean().reset_index()
+    base = means[means["condition"] == "baseline"].set_index(["task", "family"])["main_metric_value"]
+    means["baseline"] = [base.get((t, f), np.nan) for t, f in zip(means["task"], means["family"])]
+    means["gain"] = means["main_metric_value"] - means["baseline"]
+    return means[means["condition"] != "baseline"]
+
+
+def starting_point(init_from: Any) -> str:
+    """Where a pretraining run started, latest run first: 'news (full) ← warmed head'; the backbone for none."""
+    steps = chain(init_from)
+    return " ← ".join("warmed head" if s == WARM_UP else f"{s[0]} ({s[1]})" for s in steps) or "backbone"
+
+
+def label_pretraining(pretrain_runs: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
+    """Adds `starts from` to pretraining runs, so that TAPT from the warmed head and TAPT after DAPT (DAPT+TAPT)
+    are told apart in the perplexity and cost tables."""
+    start = {r["run_id"]: starting_point(r["config"].get("init_from")) for r in records}
+    return (
+        pretrain_runs.assign(**{"starts from": pretrain_runs["run_id"].map(start)})
+        if not pretrain_runs.empty
+        else pretrain_runs
+    )
+
+
+def perplexity_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
+    """Held-out masked-LM perplexity of the warmed head (general text, and each corpus before its DAPT) and after;
+    the runs come labelled by `label_pretraining`."""
+    if pretrain_runs.empty:
+        return pd.DataFrame(
+            columns=["corpus", "mode", "starts from", "corpus_fraction", "perplexity before", "perplexity after"]
+        )
+    runs = pretrain_runs.assign(corpus=pretrain_runs["task"].str.removeprefix("mlm:"))
+    table = runs[
+        ["corpus", "method", "starts from", "config.corpus_fraction", "perplexity_before", "main_metric_value"]
+    ]
+    return table.rename(
+        columns={
+            "method": "mode",
+            "config.corpus_fraction": "corpus_fraction",
+            "perplexity_before": "perplexity before",
+            "main_metric_value": "perplexity after",
+        }
+    ).sort_values(["corpus", "mode", "starts from"], ignore_index=True)
+
+
+def cost_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
+    """What each pretraining run cost: steps, tokens/s, seconds, peak memory, trained parameters."""
+    if pretrain_runs.empty:
+        return pd.DataFrame(
+            columns=[
+                "corpus",
+                "mode",
+                "starts from",
+                "corpus_fraction",
+                "steps",
+                "train s",
+                "tokens/s",
+                "peak MB",
+                "trainable",
+            ]
+        )
+    runs = pretrain_runs.assign(corpus=pretrain_runs["task"].str.removeprefix("mlm:"))
+    return runs[
+        [
+            "corpus",
+            "method",
+            "starts from",
+            "config.corpus_fraction",
+            "steps",
+            "train_runtime_s",
+            "train_tokens_per_s",
+            "peak_rss_mb",
+            "trainable_params",
+        ]
+    ].rename(
+        columns={
+            "method": "mode",
+            "config.corpus_fraction": "corpus_fraction",
+            "train_runtime_s": "train s",
+            "train_tokens_per_s": "tokens/s",
+            "peak_rss_mb": "peak MB",
+            "trainable_params": "trainable",
+        }
+    )
+
+
+def data_size_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """DAPT runs at several corpus fractions: the fine-tuning gain over the baseline against the fraction."""
+    dapt = runs[runs["condition"] == "dapt"]
+    means = dapt.groupby(["task", "family", "adaptation", "corpus_fraction"])["main_metric_value"].mean().reset_index()
+    base = runs[runs["condition"] == "baseline"].groupby(["task", "family"])["main_metric_value"].mean()
+    means["gain"] = [
+        v - base.get((t, f), np.nan) for t, f, v in zip(means["task"], means["family"], means["main_metric_value"])
+    ]
+    return means
+
+
+def whole_corpus_dapt(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
+    """The pretraining runs on a whole domain corpus (not TAPT, not the warm-up, not a corpus share)."""
+    corpus = pretrain_runs["task"].str.removeprefix("mlm:")
+    return pretrain_runs[corpus.isin(list(CORPUS_DOMAIN)) & (pretrain_runs["config.corpus_fraction"] == 1.0)]
+
+
+def pretraining_cost(pretrain_runs: pd.DataFrame) -> str:
+    """What DAPT on a whole domain corpus cost per mode: mean seconds, trained parameters, peak memory."""
+    if pretrain_runs.empty:
+        return ""
+    dapt = whole_corpus_dapt(pretrain_runs)
+    per_mode = dapt.groupby("method").agg(
+        seconds=("train_runtime_s", "mean"), trained=("trainable_params", "first"), peak=("peak_rss_mb", "max")
+    )
+    return "; ".join(
+        f"{mode} {row.seconds / 60:.1f} min, {row.trained / 1e6:.2f}M trained, peak {row.peak / 1024:.1f} GB"
+        for mode, row in per_mode.iterrows()
+    )
+
+
+def recipe_note(runs: pd.DataFrame, pretrain_runs: pd.DataFrame) -> str:
+    """Our scaled-down recipe, read off the records, beside the paper's."""
+    if runs.empty or pretrain_runs.empty:
+        return ""
+    rates = runs.groupby(runs["method"] == "full")["config.learning_rate"].agg(span)
+    schedules = runs.groupby(["config.num_train_epochs", "config.max_train_examples"], dropna=False)["task"].unique()
+    schedule = "; ".join(
+        f"{epochs:g} epochs on {'the whole training set' if pd.isna(cap) else f'at most {cap:g} examples'}"
+        f" ({', '.join(sorted(tasks))})"
+        for (epochs, cap), tasks in schedules.items()
+    )
+    fine = (
+        f"Fine-tuning: {schedule}; batch {span(runs['config.batch_size'])}, "
+        f"learning rate {rates.get(True, '–')} (full model) and {rates.get(False, '–')} (adapters), warmup "
+        f"{span(100 * runs['config.warmup_ratio'])}%, weight decay {span(runs['config.weight_decay'])}, Adam β2 "
+        f"{span(runs['config.adam_beta2'])}, ε {span(runs['config.adam_epsilon'])}, evaluation capped at "
+        f"{span(runs['config.max_eval_examples'])} examples, "
+        f"{span(runs['config.max_seq_length'])} tokens (the paper: learning rate 2e-5, batch 16, 3–10 epochs, whole "
+        "training sets)."
+    )
+    corpus = pretrain_runs["task"].str.removeprefix("mlm:")
+    head, tapt = pretrain_runs[pretrain_runs["method"] == "head"], pretrain_runs[corpus.str.startswith("task:")]
+    dapt = whole_corpus_dapt(pretrain_runs)
+    parts = [
+        f"Masked-LM pretraining: batch {span(pretrain_runs['config.batch_size'])} × "
+        f"{span(pretrain_runs['config.max_seq_length'])}"
+        f" tokens, mask {span(pretrain_runs['config.mlm_probability'])}"
+    ]
+    if not head.empty:
+        parts.append(
+            f"the head's warm-up {span(head['steps'])} steps at learning rate {span(head['config.learning_rate'])}"
+        )
+    if not dapt.empty:
+        steps = ", ".join(f"{c} {span(g['steps'])}" for c, g in dapt.groupby(dapt["task"].str.removeprefix("mlm:")))
+        parts.append(
+            f"DAPT one pass over the corpus ({steps} steps) at learning rate {span(dapt['config.learning_rate'])} "
+            "(the paper: 12.5k steps at batch 2048)"
+        )
+    if not tapt.empty:
+        parts.append(
+            f"TAPT {span(tapt['steps'])} steps at learning rate {span(tapt['config.learning_rate'])} (the paper: 100 "
+            "epochs at 1e-4)"
+        )
+    return fine + " " + "; ".join(parts) + "."
+
+
+def claims(runs: pd.DataFrame, pretrain_runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """A verdict per claim, from the full-model gains (and the adapters' beside them); with the pretraining records,
+    the adapters' claim also says what DAPT cost per mode."""
+    g = gains(runs)
+    full = g[g["adaptation"] == "full model"].pivot(index="task", columns="condition", values="gain")
+    out = []
+
+    def check(name: str, column: str, test) -> None:
+        if column not in full or full[column].dropna().empty:
+            out.append((name, "–", verdict(None)))
+            return
+        values = full[column].dropna()
+        ok = values.map(test)
+        out.append(
+            (
+                name,
+                ", ".join(f"{t} {v:+.1f}" for t, v in values.items()),
+                verdict(bool(ok.all()), partly=bool(ok.any())),
+            )
+        )
+
+    check("DAPT helps on the domain's tasks (gain over the baseline)", "dapt", lambda v: v > 0)
+    check("TAPT helps (gain over the baseline)", "tapt", lambda v: v > 0)
+    if {"dapt+tapt"} <= set(
+        full.columns
+    ):  # on the tasks that ran it, against every condition and the baseline (gain 0)
+        best = full[full["dapt+tapt"].notna()].assign(baseline=0.0).idxmax(axis=1)
+        out.append(
+            (
+                "DAPT+TAPT is best (of the baseline and every condition, where it ran)",
+                ", ".join(f"{t}: {c}" for t, c in best.items()),
+                verdict(bool((best == "dapt+tapt").all()), partly=bool((best == "dapt+tapt").any())),
+            )
+        )
+    else:
+        out.append(("DAPT+TAPT is best", "–", verdict(None)))
+    check("¬DAPT (another domain) hurts (change over the baseline)", "not-dapt", lambda v: v < 0)
+    adapters = g[g["adaptation"] != "full model"]
+    if not adapters.empty and not full.empty:
+        merged = adapters.merge(
+            g[g["adaptation"] == "full model"][["task", "condition", "gain"]],
+            on=["task", "condition"],
+            suffixes=("", "_full"),
+        )
+        share = (merged["gain"] >= merged["gain_full"] - 0.5).mean() if not merged.empty else np.nan
+        detail = "; ".join(
+            f"{r.task} {r.condition} {r.adaptation}: {r.gain:+.1f} vs full {r.gain_full:+.1f}"
+            for r in merged.itertuples()
+        )
+        cost = pretraining_cost(pretrain_runs) if pretrain_runs is not None else ""
+        detail += f". DAPT per corpus: {cost}" if detail and cost else ""
+        out.append(
+            (
+                "Adapters can substitute for full-model adaptive pretraining "
+                "(their gain within 0.5 of the full model's)",
+                detail or "–",
+                verdict(share == 1.0, partly=share > 0) if not merged.empty else verdict(None),
+            )
+        )
+    else:
+        out.append(("Adapters can substitute for full-model adaptive pretraining", "–", verdict(None)))
+    return pd.DataFrame(out, columns=["claim", "ours", "verdict"])

@@ -1,0 +1,519 @@
+"""The Houlsby et al. (2019) chapter: Table 1, the parameter/performance trade-off, the layer
+ablation, the initialisation scale and the adapter size, from the records of study `houlsby`.
+
+Learning rates are chosen on dev with seed 0, per task for full fine-tuning and for each adapter size
+(as the paper chose per size); Table 1 then reports mean ± sd over the seeds at the chosen rate.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from adaptstudy.data.metrics import compute_metrics
+from adaptstudy.data.tasks import load_task, resolve_task
+from adaptstudy.reporting.common import at_learning_rates, choose_learning_rates, verdict
+from adaptstudy.reporting.published import (
+    HOULSBY_2019,
+    HOULSBY_HUB_COPIES,
+    HOULSBY_NOT_OFFLINE,
+    HOULSBY_SIZE_MEANS,
+    HOULSBY_TABLE1_PARAMS,
+    HOULSBY_TABLE2_AVERAGE,
+    HOULSBY_TABLE2_METHODS,
+    HOULSBY_TABLE2_PARAMS,
+    published_frame,
+)
+
+TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
+SIZES = (8, 64, 256)
+SELECTION_SEED = 0
+RECORD_COLUMNS = [
+    "run_id",
+    "task",
+    "method",
+    "seed",
+    "main_metric",
+    "main_metric_value",
+    "trainable_params",
+    "backbone_params",
+    "config.learning_rate",
+    "config.adapter_size",
+]
+
+
+def _setting(runs: pd.DataFrame, name: str, default=np.nan) -> pd.Series:
+    column = f"config.{name}"
+    return runs[column] if column in runs else pd.Series(default, index=runs.index)
+
+
+def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Adds `label` (full, houlsby-64, top_k-3, layernorm, ...) and `plain` (no init-scale or ablation variant)."""
+    if runs.empty:
+        empty = pd.DataFrame(columns=[*RECORD_COLUMNS, "label", "plain"])
+        return empty.astype(
+            {
+                "plain": bool,
+                "seed": int,
+                "main_metric_value": float,
+                "trainable_params": int,
+                "backbone_params": int,
+                "config.learning_rate": float,
+                "config.adapter_size": float,
+            }
+        )
+    size, k = _setting(runs, "adapter_size"), _setting(runs, "top_k_layers")
+    labels = [
+        f"{m}-{int(a)}" if pd.notna(a) else f"{m}-{int(t)}" if pd.notna(t) else m
+        for m, a, t in zip(runs["method"], size, k)
+    ]
+    plain = (
+        _setting(runs, "adapter_init_std").isna()
+        & _setting(runs, "adapter_variant").isna()
+        & ~_setting(runs, "layer_ablation", False).fillna(False).astype(bool)
+    )
+    return runs.assign(label=labels, plain=plain.values)
+
+
+SELECTED_LABELS = ["full", *(f"houlsby-{s}" for s in SIZES)]
+
+
+def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (task, label) of full fine-tuning and each Table 1 adapter size: the seed-0 rate with the best dev score."""
+    runs = label_runs(runs)
+    grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED) & runs["label"].isin(SELECTED_LABELS)]
+    chosen = choose_learning_rates(grid, ["task", "label"])
+    order = {label: i for i, label in enumerate(SELECTED_LABELS)}
+    return chosen.sort_values(
+        ["task", "label"], key=lambda c: c.map(order) if c.name == "label" else c, ignore_index=True
+    )
+
+
+def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """The plain runs made at the learning rate chosen for their task and label (method and size)."""
+    runs, chosen = label_runs(runs), chosen_learning_rates(runs)
+    return at_learning_rates(runs.loc[runs["plain"]], chosen, ["task", "label"])
+
+
+def size_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean, sd and seeds per task for full fine-tuning and each adapter size, at the chosen rates."""
+    chosen = at_chosen_rates(runs)
+    chosen = chosen[chosen["label"].isin(["full", *(f"houlsby-{s}" for s in SIZES)])]
+    return (
+        chosen.groupby(["task", "label"])["main_metric_value"].agg(mean="mean", sd="std", seeds="count").reset_index()
+    )
+
+
+def seed_scores(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each Table 1 cell's dev score per seed (full, size 64 and each task's best size), to show how far
+    seeds disagree where the sd is large."""
+    chosen = at_chosen_rates(runs)
+    best = best_sizes(runs)
+    keep = chosen["label"].isin(["full", "houlsby-64"]) | (chosen["label"] == chosen["task"].map(best))
+    table = chosen[keep].pivot_table(index=["task", "label"], columns="seed", values="main_metric_value")
+    table.columns = [f"seed {s}" for s in table.columns]
+    return table.reset_index()
+
+
+def size_means(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per adapter size: our mean seed-0 dev metric (every size has seed 0) over the tasks that have every
+    size, beside the paper's mean."""
+    chosen = chosen_learning_rates(runs)
+    means = chosen.pivot(index="task", columns="label", values="dev score") if not chosen.empty else pd.DataFrame()
+    columns = [f"houlsby-{s}" for s in SIZES]
+    complete = means[columns].dropna(how="any") if set(columns) <= set(means) else pd.DataFrame()
+    return pd.DataFrame(
+        {
+            "adapter size": SIZES,
+            "ours: mean over tasks (seed 0)": [
+                complete[f"houlsby-{s}"].mean() if not complete.empty else np.nan for s in SIZES
+            ],
+            "tasks": [", ".join(complete.index) if not complete.empty else "–"] * len(SIZES),
+            "published: mean validation accuracy (BERT-large, GLUE)": [HOULSBY_SIZE_MEANS[s] for s in SIZES],
+        }
+    )
+
+
+def best_sizes(runs: pd.DataFrame) -> dict[str, str]:
+    """Per task, the adapter size (label) with the best seed-0 dev score at its chosen rate: Table 1's
+    "Adapters (8-256)" row, chosen on the selection seed as the learning rates are."""
+    chosen = chosen_learning_rates(runs)
+    adapters = chosen[chosen["label"].str.startswith("houlsby-")]
+    return {task: group.loc[group["dev score"].idxmax(), "label"] for task, group in adapters.groupby("task")}
+
+
+def table1(runs: pd.DataFrame) -> pd.DataFrame:
+    """Houlsby Table 1: rows full / adapters (best size) / adapters (64), ours and published, tasks as columns."""
+    sizes = size_table(runs)
+    chosen = at_chosen_rates(runs)
+    ours: dict[str, dict[str, str]] = {"full": {}, "houlsby-best": {}, "houlsby-64": {}}
+    means: dict[str, dict[str, float]] = {k: {} for k in ours}
+    best_label = best_sizes(runs)
+    for task, group in sizes.groupby("task"):
+        for row_name, label in (("full", "full"), ("houlsby-64", "houlsby-64"), ("houlsby-best", best_label.get(task))):
+            hit = group[group["label"] == label]
+            if not hit.empty:
+                r = hit.iloc[0]
+                size = f" [{label.split('-')[1]}]" if row_name == "houlsby-best" else ""
+                ours[row_name][task] = (
+                    f"{r['mean']:.1f} ± {0 if pd.isna(r['sd']) else r['sd']:.1f} ({r['seeds']}){size}"
+                )
+                means[row_name][task] = r["mean"]
+    published = published_frame(HOULSBY_2019, source="Table 1")
+    rows = []
+    for row_name, text in ours.items():
+        params = _ours_params(chosen, row_name, best_label)
+        row = {"source": "ours (minilm-l6, dev)", "method": row_name, **params}
+        for task in TABLE1_TASKS:
+            row[task] = "not run offline" if task in HOULSBY_NOT_OFFLINE else text.get(task, "–")
+        values = list(means[row_name].values())
+        row["average (tasks run)"] = f"{np.mean(values):.1f}" if values else "–"
+        rows.append(row)
+    ran = sorted({t for m in means.values() for t in m})
+    for row_name, params in HOULSBY_TABLE1_PARAMS.items():
+        pub = published[published["method"] == row_name].set_index("task")["value"]
+        row = {
+            "source": "published (BERT-large, test)",
+            "method": row_name,
+            "total params": f"{params['total_params_x']:.1f}×",
+            "trained/task": f"{params['trained_pct']:.1f}%",
+        }
+        row.update({task: f"{pub[task]:.1f}" for task in TABLE1_TASKS})
+        row["average (tasks run)"] = f"{pub[ran].mean():.1f}" if ran else "–"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _ours_params(chosen: pd.DataFrame, row_name: str, best_label: dict[str, str]) -> dict[str, str]:
+    """Table 1's parameter columns for our runs: total parameters over the tasks run, as a multiple of
+    one plain model (backbone and head), and the share of it trained per task (full fine-tuning: 100%)."""
+    if chosen.empty:
+        return {"total params": "–", "trained/task": "–"}
+    if row_name == "houlsby-best":
+        picked = chosen[[best_label.get(t) == lab for t, lab in zip(chosen["task"], chosen["label"])]]
+    else:
+        picked = chosen[chosen["label"] == row_name]
+    if picked.empty:
+        return {"total params": "–", "trained/task": "–"}
+    per_task = picked.assign(plain=_plain_model_params(picked)).groupby("task")[["trainable_params", "plain"]].first()
+    plain = per_task["plain"].iloc[0]
+    if row_name == "full":
+        total = len(per_task)
+    else:
+        total = 1 + per_task["trainable_params"].sum() / plain
+    return {
+        "total params": f"{total:.2f}×",
+        "trained/task": f"{100 * (per_task['trainable_params'] / plain).mean():.2f}%",
+    }
+
+
+def _plain_model_params(runs: pd.DataFrame) -> pd.Series:
+    """Backbone plus head: the model that full fine-tuning trains whole."""
+    head = runs["head_params"].fillna(0) if "head_params" in runs else 0
+    return runs["backbone_params"] + head
+
+
+def tradeoff_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """Seed-0 plain runs of every method family: trained parameters against the dev metric.
+
+    Where a label had a learning-rate grid (full, adapters 8/64/256) only its chosen rate is kept;
+    the other points were run once, at the rate chosen for size 64 (adapters) or full fine-tuning.
+    """
+    runs = label_runs(runs)
+    runs = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED)]
+    chosen = chosen_learning_rates(runs).set_index(["task", "label"])["learning_rate"]
+    keep = [
+        (t, lab) not in chosen.index or np.isclose(lr, chosen[(t, lab)])
+        for t, lab, lr in zip(runs["task"], runs["label"], runs["config.learning_rate"].astype(float))
+    ]
+    runs = runs.loc[np.array(keep, dtype=bool)]
+    family = runs["method"].replace(
+        {
+            "houlsby": "adapters (houlsby, sizes 2–256)",
+            "top_k": "top-k layers fine-tuned",
+            "layernorm": "layer norm only",
+            "full": "full fine-tuning",
+        }
+    )
+    return runs.assign(family=family)[
+        [
+            "task",
+            "method",
+            "label",
+            "family",
+            "trainable_params",
+            "main_metric",
+            "main_metric_value",
+            "config.learning_rate",
+        ]
+    ]
+
+
+def plot_tradeoff(frame: pd.DataFrame, tasks: list[str]):
+    frame = frame[frame["task"].isin(tasks)]
+    if frame.empty:
+        return None
+    grid = sns.relplot(
+        data=frame,
+        x="trainable_params",
+        y="main_metric_value",
+        hue="family",
+        style="family",
+        col="task",
+        kind="line",
+        marker="o",
+        facet_kws={"sharey": False},
+        height=3.5,
+        aspect=1.2,
+    )
+    grid.set(xscale="log")
+    grid.set_axis_labels("trained parameters (log scale)", "dev metric (points)")
+    sns.move_legend(
+        grid, "upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, title=None
+    )  # below the panels, not on them
+    plt.tight_layout()
+    return grid
+
+
+def ablation_matrix(record: dict) -> pd.DataFrame:
+    """The dev metric with the adapters of layers first..last removed, as a first × last matrix."""
+    rows = pd.DataFrame(record["layer_ablation"])
+    return rows.pivot(index="first", columns="last", values=record["main_metric"])
+
+
+def plot_ablation(record: dict, ax=None):
+    matrix = ablation_matrix(record)
+    ax = sns.heatmap(matrix, annot=True, fmt=".0f", cmap="viridis", ax=ax, cbar_kws={"label": record["main_metric"]})
+    ax.set_title(f"{record['task']}: no adapters removed {record['metrics'][record['main_metric']]:.1f}")
+    ax.set_xlabel("last layer removed")
+    ax.set_ylabel("first layer removed")
+    return ax
+
+
+def init_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    runs = label_runs(runs)
+    std = _setting(runs, "adapter_init_std")
+    return runs.loc[std.notna()].assign(init_std=std[std.notna()].astype(float))
+
+
+def claims(runs: pd.DataFrame, ablations: list[dict]) -> pd.DataFrame:
+    """A plain verdict per claim of the paper, with the figures it rests on."""
+    out = []
+    sizes = size_table(runs)
+    means = sizes.pivot(index="task", columns="label", values="mean") if not sizes.empty else pd.DataFrame()
+    # 1. Adapters come within about 0.4 points of full fine-tuning on average.
+    if {"full", "houlsby-64"} <= set(means.columns):
+        tasks = means.dropna(subset=["full", "houlsby-64"]).index
+        best = means.loc[tasks, [c for c in means.columns if c.startswith("houlsby-")]].max(axis=1)
+        gap_best, gap_64 = (
+            (best - means.loc[tasks, "full"]).mean(),
+            (means.loc[tasks, "houlsby-64"] - means.loc[tasks, "full"]).mean(),
+        )
+        out.append(
+            (
+                "Adapters come within about 0.4 points of full fine-tuning (Table 1; −0.4 best size, −0.8 size 64)",
+                f"ours over {len(tasks)} tasks: best size {gap_best:+.1f}, size 64 {gap_64:+.1f} points",
+                verdict(gap_best >= -1.0, partly=gap_best >= -3.0),
+            )
+        )
+    else:
+        out.append(("Adapters come within about 0.4 points of full fine-tuning (Table 1)", "–", verdict(None)))
+    # 2. Adapters beat fine-tuning only the top layers at the same number of trained parameters.
+    trade = tradeoff_frame(runs)
+    comparisons = []
+    for task, group in trade.groupby("task"):
+        adapters, top = group[group["method"] == "houlsby"], group[group["method"] == "top_k"]
+        for _, t in top.iterrows():
+            cheaper = adapters[adapters["trainable_params"] <= t["trainable_params"]]
+            if not cheaper.empty:
+                comparisons.append((task, t["label"], cheaper["main_metric_value"].max() - t["main_metric_value"]))
+    if comparisons:
+        wins = sum(d >= 0 for *_, d in comparisons)
+        detail = "; ".join(f"{task} {label}: {d:+.1f}" for task, label, d in comparisons)
+        out.append(
+            (
+                "Adapters beat top-k fine-tuning with no more trained parameters (Figures 3–4)",
+                f"best adapter with ≤ the parameters, minus top-k: {detail}",
+                verdict(wins == len(comparisons), partly=wins > 0),
+            )
+        )
+    else:
+        out.append(
+            ("Adapters beat top-k fine-tuning with no more trained parameters (Figures 3–4)", "–", verdict(None))
+        )
+    # 3. Layer ablation (Figure 6).
+    if ablations:
+        single, everything, lower_upper = [], [], []
+        for record in ablations:
+            m = ablation_matrix(record)
+            full_score, n = record["metrics"][record["main_metric"]], len(m)
+            single.append(max(full_score - m.loc[i, i] for i in range(n)))
+            everything.append((record["task"], m.loc[0, n - 1], record.get("majority_class_score")))
+            half = n // 2
+            lower_upper.append(m.loc[0, half - 1] - m.loc[half, n - 1])
+        out.append(
+            (
+                "Removing one layer's adapters costs little (at most 2 points in the paper)",
+                f"largest single-layer drop: {', '.join(f'{d:.1f}' for d in single)} points",
+                verdict(max(single) <= 2.0, partly=min(single) <= 2.0),
+            )
+        )
+        out.append(
+            (
+                "Removing every adapter falls to the majority-class level",
+                "; ".join(
+                    f"{t}: {v:.1f} (majority class {mc:.1f})" if mc is not None else f"{t}: {v:.1f}"
+                    for t, v, mc in everything
+                ),
+                verdict(all(mc is not None and abs(v - mc) <= 5.0 for _, v, mc in everything)),
+            )
+        )
+        out.append(
+            (
+                "Lower layers' adapters matter less than upper layers'",
+                "score without the lower half minus without the upper half: "
+                + ", ".join(f"{d:+.1f}" for d in lower_upper),
+                verdict(all(d >= 0 for d in lower_upper), partly=any(d >= 0 for d in lower_upper)),
+            )
+        )
+    else:
+        out.append(("Layer ablation (Figure 6)", "–", verdict(None)))
+    # 4. Initialisation scale, judged per task (metrics of different tasks are not on one scale).
+    init = init_frame(runs)
+    per_task = [(t, g) for t, g in init.groupby("task") if g["init_std"].nunique() >= 3] if not init.empty else []
+    if per_task:
+        details, stable, degrades = [], [], []
+        for task, group in per_task:
+            small = group[group["init_std"] <= 1e-2]["main_metric_value"]
+            large = group[group["init_std"] > 1e-2]["main_metric_value"]
+            spread, drop = small.max() - small.min(), small.mean() - large.mean()
+            stable.append(spread <= 2.0)
+            degrades.append(drop > 1.0)
+            details.append(f"{task}: spread up to 1e-2 {spread:.1f} points, mean above 1e-2 {drop:.1f} points lower")
+        out.append(
+            (
+                "Performance is stable for init std up to 1e-2 and degrades above",
+                "; ".join(details),
+                verdict(all(stable) and all(degrades), partly=any(stable) or any(degrades)),
+            )
+        )
+    else:
+        out.append(("Performance is stable for init std up to 1e-2 and degrades above", "–", verdict(None)))
+    # 5. Adapter size.
+    adapter_cols = [f"houlsby-{s}" for s in SIZES if f"houlsby-{s}" in means.columns]
+    if len(adapter_cols) == len(SIZES):
+        spread = (means[adapter_cols].max(axis=1) - means[adapter_cols].min(axis=1)).dropna()
+        out.append(
+            (
+                "Performance is robust to the adapter size (8–256)",
+                "spread across sizes: " + ", ".join(f"{t} {v:.1f}" for t, v in spread.items()),
+                verdict(spread.max() <= 2.0, partly=spread.median() <= 2.0),
+            )
+        )
+    else:
+        out.append(("Performance is robust to the adapter size (8–256)", "–", verdict(None)))
+    return pd.DataFrame(out, columns=["claim", "ours", "verdict"])
+
+
+def variants_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The architecture variants beside the plain adapter of the same size, task, seed and learning rate."""
+    runs = label_runs(runs)
+    variants = runs[_setting(runs, "adapter_variant").notna()]
+    if variants.empty:
+        return pd.DataFrame(columns=["task", "variant", "dev metric", "plain adapter", "difference"])
+    plain = runs[runs["plain"] & (runs["method"] == "houlsby")]
+    keys = ["task", "seed", "config.adapter_size", "config.learning_rate"]
+    merged = variants.merge(plain[keys + ["main_metric_value"]], on=keys, suffixes=("", "_plain"), how="left")
+    return pd.DataFrame(
+        {
+            "task": merged["task"],
+            "variant": merged["config.adapter_variant"],
+            "dev metric": merged["main_metric_value"],
+            "plain adapter": merged["main_metric_value_plain"],
+            "difference": merged["main_metric_value"] - merged["main_metric_value_plain"],
+        }
+    )
+
+
+def constant_scores(task: str, data_dir=None) -> list[float]:
+    """The task's main metric on its evaluation split for each constant prediction (every class, or the
+    training mean for regression): the level of a model that learned nothing about the input."""
+    spec = resolve_task(task)
+    splits = load_task(spec, data_dir)
+    gold = np.asarray(splits[spec.eval_split]["label"])
+    guesses = [np.mean(splits["train"]["label"])] if spec.is_regression else range(spec.num_labels)
+    return [
+        compute_metrics([spec.main_metric], np.full(len(gold), g, dtype=gold.dtype), gold)[spec.main_metric]
+        for g in guesses
+    ]
+
+
+def no_signal(runs: pd.DataFrame, data_dir=None, tolerance: float = 0.05) -> pd.DataFrame:
+    """Runs at the chosen rates whose dev score is that of a constant prediction: they learned nothing."""
+    chosen = at_chosen_rates(runs)
+    if chosen.empty:
+        return pd.DataFrame(columns=["task", "label", "seed", "learning rate", "dev score"])
+    levels = {task: constant_scores(task, data_dir) for task in chosen["task"].unique()}
+    flat = [
+        any(abs(v - c) <= tolerance for c in levels[t]) for t, v in zip(chosen["task"], chosen["main_metric_value"])
+    ]
+    hits = chosen.loc[flat, ["task", "label", "seed", "config.learning_rate", "main_metric_value"]]
+    return hits.rename(columns={"config.learning_rate": "learning rate", "main_metric_value": "dev score"}).reset_index(
+        drop=True
+    )
+
+
+def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """What the study cost, per task and method/size: runs, training seconds, examples/s, peak memory, trained share."""
+    runs = label_runs(runs)
+    if runs.empty:
+        return pd.DataFrame(
+            columns=["task", "label", "runs", "train s (sum)", "train s (mean)", "examples/s", "peak MB", "trained %"]
+        )
+    runs = runs.assign(trained_pct=100 * runs["trainable_params"] / _plain_model_params(runs))
+    grouped = runs.groupby(["task", "label"], sort=False)
+    table = grouped.agg(
+        **{
+            "runs": ("run_id", "count"),
+            "train s (sum)": ("train_runtime_s", "sum"),
+            "train s (mean)": ("train_runtime_s", "mean"),
+            "examples/s": ("train_examples_per_s", "mean"),
+            "peak MB": ("peak_rss_mb", "max"),
+            "trained %": ("trained_pct", "first"),
+        }
+    )
+    return table.reset_index().sort_values(["task", "train s (sum)"], ascending=[True, False])
+
+
+def plot_init(frame: pd.DataFrame):
+    if frame.empty:
+        return None
+    ax = sns.lineplot(data=frame, x="init_std", y="main_metric_value", hue="task", marker="o")
+    ax.set(xscale="log", xlabel="adapter init std (log scale)", ylabel="dev metric (points)")
+    return ax
+
+
+def table2_published() -> pd.DataFrame:
+    """The paper's Table 2 (17 more classification tasks, BERT-base, test accuracy, mean ± s.e.m.), not run offline."""
+    published = published_frame(HOULSBY_2019, source="Table 2")
+    cell = [f"{v:.1f}" if pd.isna(e) else f"{v:.1f} ± {e:.1f}" for v, e in zip(published["value"], published["sem"])]
+    table = published.assign(cell=cell).pivot(index="task", columns="method", values="cell")[
+        list(HOULSBY_TABLE2_METHODS)
+    ]
+    table = table.loc[published["task"].unique()]  # the paper's order
+    table["ours"] = "not run offline"
+    table.loc["average"] = [*(f"{HOULSBY_TABLE2_AVERAGE[m]:.1f}" for m in HOULSBY_TABLE2_METHODS), "–"]
+    for key, label, unit in (("total_params_x", "total params", "×"), ("trained_pct", "trained/task", "%")):
+        table.loc[label] = ["–", *(f"{HOULSBY_TABLE2_PARAMS[m][key]:g}{unit}" for m in HOULSBY_TABLE2_METHODS[1:]), "–"]
+    table["Hub data set (GPU profile)"] = [HOULSBY_HUB_COPIES.get(t, "–") for t in table.index]
+    return table.rename_axis("task").reset_index()
+
+
+def squad_published() -> pd.DataFrame:
+    """The paper's SQuAD v1.1 figures (Section 3.5), not run offline."""
+    published = published_frame(HOULSBY_2019, source="Section 3.5, Figure 5")
+    return published.assign(ours="not run offline", hub=HOULSBY_HUB_COPIES["squad-v1.1"])[
+        ["task", "method", "metric", "value", "backbone", "split", "ours", "hub"]
+    ].rename(columns={"value": "published", "hub": "Hub data set (GPU profile)"})

@@ -1,0 +1,270 @@
+"""The settings of one fine-tuning run: a (task, method, backbone, seed) and how it is trained, validated against
+the registries, and what it starts from (a backbone, a pretraining artifact, or source adapters for fusion)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+from transformers import AutoConfig
+
+from adaptstudy.common.paths import cache_root
+from adaptstudy.data.tasks import load_task, resolve_task
+from adaptstudy.models.backbones import BACKBONES, check_backbone, resolve_backbone
+from adaptstudy.models.methods import METHODS
+from adaptstudy.runs.artifacts import ADAPTER_FAMILY, FULL_MODES, STACKABLE, artifact_base
+from adaptstudy.runs.base import RunConfig, validate
+from adaptstudy.runs.pretrain_config import Reference, artifact_folder, reference_meta
+
+SOURCE_METHODS = ("pfeiffer", "houlsby")  # bottleneck adapters: what Fuse combines
+
+
+class FinetuneConfig(RunConfig):
+    """One fine-tuning run: a (task, method, backbone, seed) and how it is trained."""
+
+    NEUTRAL: ClassVar[dict[str, Any]] = {
+        "train_fraction": 1.0,
+        "top_k_layers": None,
+        "adapter_init_std": None,
+        "layer_ablation": False,
+        "adapter_variant": None,
+        "resplit_train_share": None,
+        "max_eval_examples": None,
+        "init_from": None,
+        "adapter_use": None,
+        "adam_beta2": 0.999,
+        "adam_epsilon": 1e-8,
+        "fusion_sources": None,
+        "source_settings": None,
+        "max_steps": None,
+    }
+
+    task: str | dict[str, Any] = Field("rte", description="a registered task, or a mapping declaring a custom task")
+    method: str = "houlsby"
+    backbone: str = "minilm-l6"
+    seed: int = 42
+    learning_rate: float | None = Field(None, gt=0, description="None: the method's default")
+    num_train_epochs: float = Field(3.0, gt=0)
+    max_steps: int | None = Field(
+        None,
+        ge=1,
+        description="train this many optimizer steps instead of num_train_epochs, scored at the end (learning "
+        "curves: the same number of updates at every data size)",
+    )
+    max_train_examples: int | None = Field(None, gt=0, description="None: the whole training set")
+    max_seq_length: int = Field(128, ge=8, le=4096)
+    batch_size: int = Field(32, ge=1)
+    adapter_size: int | None = Field(None, ge=1, description="bottleneck width; only for adapter methods")
+    data_dir: str | None = None
+    results_dir: str | None = Field(None, description="None: results/finetune in the project")
+    # Settings beyond the notebook's parameters, for profiles and sweeps.
+    data_seed: int = 0
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    adam_beta2: float = Field(0.999, gt=0, lt=1, description="Don't Stop Pretraining's recipe uses 0.98")
+    adam_epsilon: float = Field(1e-8, gt=0, description="Don't Stop Pretraining's recipe uses 1e-6")
+    eval_batch_size: int = Field(128, ge=1)
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    train_fraction: float = Field(
+        1.0, gt=0, le=1, description="share of the (capped) training set; nested across values"
+    )
+    checkpoint_every_s: float = Field(300.0, ge=0, description="sweeps: seconds between checkpoints (0: every step)")
+    top_k_layers: int | None = Field(None, ge=1, description="top_k: how many of the top transformer layers train")
+    adapter_init_std: float | None = Field(
+        None, gt=0, description="adapter methods: init std (None: the library's 1e-2)"
+    )
+    layer_ablation: bool = Field(
+        False, description="adapter methods: after training, evaluate with each span of layers' adapters removed"
+    )
+    init_from: str | dict[str, Any] | None = Field(
+        None,
+        description="a pretraining artifact (02_dapt / 03_tapt output) to start from: its folder, or the settings of "
+        "the pretraining run that makes it (a mapping)",
+    )
+    adapter_use: Literal["continue", "stack"] | None = Field(
+        None,
+        description="with an adapter artifact: train it on (continue) or freeze it under a new task adapter (stack)",
+    )
+    resplit_train_share: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="pool the task's labelled splits and re-split them, this share for training (seeded by data_seed)",
+    )
+    max_eval_examples: int | None = Field(
+        None, gt=0, description="None: the whole evaluation split; else a seeded subsample"
+    )
+    adapter_variant: Literal["layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel"] | None = Field(
+        None, description="houlsby: an architecture variant from the paper's ablations (None: the plain adapter)"
+    )
+    fusion_sources: tuple[str, ...] | None = Field(
+        None, description="fusion: the tasks whose single-task adapters are fused"
+    )
+    source_settings: dict[str, Any] | None = Field(
+        None,
+        description="fusion: the settings of the single-task runs that train the source adapters "
+        "(method, size, rate, ...)",
+    )
+
+    @model_validator(mode="after")
+    def _known_names(self) -> FinetuneConfig:
+        method = METHODS.get(self.method)
+        resolve_task(self.task)
+        check_backbone(self.backbone)
+        with_adapters = ", ".join(m for m in METHODS if METHODS.get(m).uses_adapter_size)
+        for setting, value in (
+            ("adapter_size", self.adapter_size),
+            ("adapter_init_std", self.adapter_init_std),
+            ("layer_ablation", self.layer_ablation or None),
+        ):
+            if value is not None and not method.uses_adapter_size:
+                raise ValueError(
+                    f"{setting}={value} does not apply to method {self.method!r}; "
+                    f"methods with adapters: {with_adapters}"
+                )
+        if self.init_from is not None:
+            check_init_from(self.init_from, self.backbone, self.method, self.adapter_use, self.adapter_size)
+        elif self.adapter_use is not None:
+            raise ValueError(
+                f"adapter_use={self.adapter_use!r} needs init_from (an adapter artifact of 02_dapt / 03_tapt)"
+            )
+        if self.adapter_variant is not None and self.method != "houlsby":
+            raise ValueError(
+                f"adapter_variant={self.adapter_variant!r} applies only to method 'houlsby', not {self.method!r}"
+            )
+        if (self.method == "fusion") != (self.fusion_sources is not None) or (self.fusion_sources is None) != (
+            self.source_settings is None
+        ):
+            raise ValueError("method 'fusion' needs fusion_sources and source_settings, and only it takes them")
+        if self.fusion_sources is not None:
+            if len(set(self.fusion_sources)) != len(self.fusion_sources) or len(self.fusion_sources) < 2:
+                raise ValueError(f"fusion_sources must be at least two distinct tasks, got {list(self.fusion_sources)}")
+            for task in self.fusion_sources:
+                source_config(task, self.source_settings)
+        if self.top_k_layers is not None and not method.uses_top_k:
+            raise ValueError(f"top_k_layers={self.top_k_layers} applies only to method 'top_k', not {self.method!r}")
+        if method.uses_top_k:
+            layers = num_layers(self.backbone)
+            if self.top_k_layers is None or self.top_k_layers > layers:
+                raise ValueError(
+                    f"method 'top_k' needs top_k_layers between 1 and {layers} (the layers of {self.backbone}), "
+                    f"got {self.top_k_layers}"
+                )
+        return self
+
+    @property
+    def task_name(self) -> str:
+        return resolve_task(self.task).name
+
+    def resolved(self) -> FinetuneConfig:
+        """Defaults that depend on the method filled in, so the record says what actually ran."""
+        method = METHODS.get(self.method)
+        updates: dict[str, Any] = {}
+        if self.learning_rate is None:
+            updates["learning_rate"] = method.default_learning_rate
+        if method.uses_adapter_size and self.adapter_use == "continue":
+            updates["adapter_size"] = reference_meta(self.init_from)["adapter_size"]  # the pretrained adapter's
+        elif method.uses_adapter_size and self.adapter_size is None:
+            updates["adapter_size"] = method.default_adapter_size
+        return self.model_copy(update=updates)
+
+    def refine_identity(self, identity: dict[str, Any]) -> dict[str, Any]:
+        if self.init_from is not None:
+            identity["init_from"] = reference_meta(self.init_from)[
+                "run_id"
+            ]  # the pretraining run, wherever its files are
+        return identity
+
+    def train_examples_cap(self) -> int | None:
+        """How many training examples to keep: `train_fraction` of `max_train_examples` (or of the whole set)."""
+        if self.train_fraction == 1.0:
+            return self.max_train_examples
+        total = self.max_train_examples or len(self.load_splits(cap=False)["train"])
+        return max(1, round(self.train_fraction * total))
+
+    def load_splits(self, cap: bool = True):
+        """The task's splits as this run uses them: re-split, then capped and subsampled."""
+        return load_task(
+            self.task,
+            self.data_dir,
+            self.train_examples_cap() if cap else None,
+            self.data_seed,
+            resplit_train_share=self.resplit_train_share,
+            max_eval_examples=self.max_eval_examples,
+        )
+
+    def source_adapter_folders(self) -> dict[str, Path]:
+        """fusion: per source task, where its trained single-task adapter is (or will be) in the cache."""
+        return {task: source_folder(source_config(task, self.source_settings)) for task in self.fusion_sources}
+
+
+def num_layers(backbone: str) -> int:
+    if backbone in BACKBONES and BACKBONES.get(backbone).layers is not None:
+        return BACKBONES.get(backbone).layers
+    return AutoConfig.from_pretrained(resolve_backbone(backbone)).num_hidden_layers
+
+
+def check_init_from(
+    folder: Reference, backbone: str, method: str, adapter_use: str | None, adapter_size: int | None = None
+) -> None:
+    """Fine-tuning from a pretraining artifact: a full model, or an adapter to continue or to stack a task
+    adapter on."""
+    meta = reference_meta(folder)
+    if meta["backbone"] != backbone:
+        raise ValueError(
+            f"init_from={str(folder)!r} was pretrained from {meta['backbone']!r}, not from backbone {backbone!r}"
+        )
+    if meta["mode"] in FULL_MODES:
+        if adapter_use is not None:
+            raise ValueError(
+                f"adapter_use={adapter_use!r} applies to an adapter artifact; {str(folder)!r} is a full model"
+            )
+        return
+    if adapter_use is None:
+        raise ValueError(
+            f"init_from={str(folder)!r} holds a {meta['mode']} adapter: say adapter_use='continue' (train it on) "
+            "or 'stack' (freeze it, train a new task adapter on top)"
+        )
+    if adapter_use == "continue" and method != ADAPTER_FAMILY[meta["mode"]]:
+        raise ValueError(
+            f"a pretrained {meta['mode']} adapter is continued by method {ADAPTER_FAMILY[meta['mode']]!r}, "
+            f"not {method!r}"
+        )
+    if adapter_use == "continue" and adapter_size not in (None, meta.get("adapter_size")):
+        raise ValueError(
+            f"adapter_size={adapter_size}: the pretrained adapter in {str(folder)!r} "
+            f"has size {meta.get('adapter_size')}"
+        )
+    if adapter_use == "stack" and method not in STACKABLE:
+        raise ValueError(
+            f"adapter_use='stack' needs a bottleneck task adapter ({', '.join(STACKABLE)}), not method {method!r}"
+        )
+
+
+def initial_weights(config) -> str:
+    """The folder or Hub id whose weights a fine-tuning run starts from."""
+    if config.init_from is None:
+        return resolve_backbone(config.backbone)
+    base = artifact_base(artifact_folder(config.init_from))
+    return base if Path(base).is_dir() else resolve_backbone(base)
+
+
+def source_config(task: str, settings: Mapping[str, Any], results_dir: str | None = None):
+    """The single-task run that trains the source adapter of `task`."""
+    config = validate(
+        FinetuneConfig,
+        {**settings, "task": task, **({"results_dir": results_dir} if results_dir else {})},
+        what="source setting",
+    )
+    if config.method not in SOURCE_METHODS:
+        raise ValueError(
+            f"source adapters are bottleneck adapters ({', '.join(SOURCE_METHODS)}), not method {config.method!r}"
+        )
+    return config
+
+
+def source_folder(config) -> Path:
+    """Where a source adapter is kept: the cache, by the run id of the single-task run that trains it."""
+    return cache_root() / "adapters" / config.run_id

@@ -1,0 +1,131 @@
+"""The settings of one multi-task run (or, with one task, a single-task run under the same rules): the tasks,
+the method, temperature sampling, and the Hyperformer paper's splits and model selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from datasets import DatasetDict
+from pydantic import Field, model_validator
+
+from adaptstudy.common.paths import cache_root
+from adaptstudy.data.splits import selection_splits, subsample
+from adaptstudy.data.tasks import load_task, resolve_task
+from adaptstudy.models.backbones import check_backbone
+from adaptstudy.models.methods import METHODS
+from adaptstudy.runs.base import RunConfig, validate
+
+
+class MultiTaskConfig(RunConfig):
+    """One multi-task (or, with one task, single-task) run under the paper's splits and selection."""
+
+    NEUTRAL: ClassVar[dict[str, Any]] = {"adam_beta2": 0.999, "adam_epsilon": 1e-8}
+    STUDY: ClassVar[str] = "multitask"
+
+    tasks: tuple[str, ...] = Field(min_length=1, description="registered task names")
+    method: str = "hyperformer++"
+    backbone: str = "minilm-l6"
+    seed: int = 0
+    learning_rate: float | None = Field(None, gt=0, description="None: the method's default")
+    num_train_epochs: float = Field(3.0, gt=0, description="passes of sum-over-tasks examples / batch size batches")
+    max_train_examples: int | None = Field(None, gt=0, description="per task, after the model-selection hold-out")
+    max_eval_examples: int | None = Field(
+        None, gt=0, description="per task, cap on each of validation and test (seeded)"
+    )
+    max_seq_length: int = Field(128, ge=8, le=4096)
+    batch_size: int = Field(32, ge=1)
+    temperature: float = Field(10.0, ge=1.0, description="task sampling: p_t ∝ n_t^(1/T)")
+    eval_every_epochs: int = Field(
+        1,
+        ge=1,
+        description="score validation and test every this many epochs (and after the "
+        "last): few-shot runs take many short epochs",
+    )
+    adapter_size: int | None = Field(
+        None, ge=1, description="adapter methods: bottleneck width (None: the method's default)"
+    )
+    conditional_layer_norm: bool = Field(True, description="hyperformer: a generated layer norm inside each adapter")
+    task_projector: bool = Field(True, description="hyperformer: the task embedding goes through the projector MLP")
+    transfer_from: dict[str, Any] | None = Field(
+        None,
+        description="few-shot transfer: the settings of a trained multi-task Hyperformer run; its hypernetworks and "
+        "encoder stay frozen and only a new task embedding (and the new task's head) train",
+    )
+    data_seed: int = 0
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    adam_beta2: float = Field(0.999, gt=0, lt=1)
+    adam_epsilon: float = Field(1e-8, gt=0)
+    eval_batch_size: int = Field(128, ge=1)
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    data_dir: str | None = None
+    results_dir: str | None = Field(None, description="None: results/multitask in the project")
+    checkpoint_every_s: float = Field(300.0, ge=0)
+
+    @model_validator(mode="after")
+    def _known_names(self) -> MultiTaskConfig:
+        method = METHODS.get(self.method)
+        for task in self.tasks:
+            resolve_task(task)
+        if len(set(self.tasks)) != len(self.tasks):
+            raise ValueError(f"tasks must be distinct, got {list(self.tasks)}")
+        check_backbone(self.backbone)
+        if self.adapter_size is not None and not method.uses_adapter_size:
+            raise ValueError(f"adapter_size={self.adapter_size} does not apply to method {self.method!r}")
+        hyper = self.method.startswith("hyperformer")
+        for name in ("conditional_layer_norm", "task_projector"):
+            if not getattr(self, name) and not hyper:
+                raise ValueError(f"{name}=False is a Hyperformer ablation; method {self.method!r} has no {name}")
+        if method.uses_top_k:
+            raise ValueError("method 'top_k' is not offered for multi-task runs")
+        if self.transfer_from is not None:
+            source = self.source()
+            if not hyper or source.method != self.method or source.backbone != self.backbone:
+                raise ValueError(
+                    f"transfer_from needs the same Hyperformer method and backbone as the source run "
+                    f"({source.method}, {source.backbone}), got {self.method}, {self.backbone}"
+                )
+            shared = set(self.tasks) & set(source.tasks)
+            if shared:
+                raise ValueError(f"transfer is to new tasks; the source run already trained {sorted(shared)}")
+        return self
+
+    def source(self) -> MultiTaskConfig:
+        """The multi-task run a transfer starts from."""
+        return validate(MultiTaskConfig, self.transfer_from, what="transfer_from setting").resolved()
+
+    @property
+    def task_name(self) -> str:
+        return "+".join(self.tasks)
+
+    def resolved(self) -> MultiTaskConfig:
+        method, updates = METHODS.get(self.method), {}
+        if self.learning_rate is None:
+            updates["learning_rate"] = method.default_learning_rate
+        if method.uses_adapter_size and self.adapter_size is None:
+            updates["adapter_size"] = method.default_adapter_size
+        return self.model_copy(update=updates)
+
+    def refine_identity(self, identity: dict[str, Any]) -> dict[str, Any]:
+        identity["kind"] = "multitask"
+        if self.transfer_from is not None:
+            identity["transfer_from"] = self.source().run_id
+        return identity
+
+    def artifact_dir(self) -> Path:
+        return cache_root() / "multitask" / self.run_id
+
+    def load_splits(self) -> dict[str, DatasetDict]:
+        """Per task: train (capped), validation and test, by the paper's rule."""
+        out = {}
+        for task in self.tasks:
+            spec = resolve_task(task)
+            splits = selection_splits(load_task(task, self.data_dir), spec, self.data_seed)
+            if self.max_train_examples is not None:
+                splits["train"] = subsample(splits["train"], self.max_train_examples, self.data_seed)
+            if self.max_eval_examples is not None:
+                for split in ("validation", "test"):
+                    splits[split] = subsample(splits[split], self.max_eval_examples, self.data_seed)
+            out[task] = splits
+        return out

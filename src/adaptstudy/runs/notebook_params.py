@@ -1,0 +1,59 @@
+"""The parameters of the notebooks that are not runs: describing a task, the analyses, the sweep notebook."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.data.tasks import resolve_task
+from adaptstudy.models.backbones import check_backbone
+
+
+class DataPrepParams(BaseModel):
+    """Parameters of `01_data_prep`: which task to describe, tokenized by which backbone."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task: str | dict[str, Any] = "rte"
+    backbone: str = "minilm-l6"
+    max_seq_length: int = Field(128, ge=8, le=4096)
+    data_dir: str | None = None
+
+    @model_validator(mode="after")
+    def _known_names(self) -> DataPrepParams:
+        resolve_task(self.task)
+        check_backbone(self.backbone)
+        return self
+
+
+class AnalysisParams(BaseModel):
+    """Parameters of the analysis notebooks: where the committed records are."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    results_dir: str | None = Field(None, description="None: results/ in the project")
+
+
+class BenchmarkParams(BaseModel):
+    """Parameters of the efficiency analysis: which benchmark JSON to show."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    benchmark_json: str | None = Field(None, description="None: benchmarks/results/throughput.json")
+
+    @property
+    def path(self) -> str:
+        return self.benchmark_json or str(PROJECT_ROOT / "benchmarks" / "results" / "throughput.json")
+
+
+class SweepParams(BaseModel):
+    """Parameters of `05_sweep`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sweep: str
+    results_dir: str | None = Field(None, description="None: results/<study> in the project")
+    data_dir: str | None = None
+    dry_run: bool = False

@@ -1,0 +1,143 @@
+"""The settings of a masked-LM pretraining run (DAPT, TAPT, or the warm-up of a new MLM head), and how other
+runs name its artifact: by its folder, or by the settings of the run that makes it (a mapping, found in the
+cache by run id, so one grid can name every pretraining it starts from)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+from transformers import AutoConfig
+
+from adaptstudy.common.paths import cache_root
+from adaptstudy.data.corpora import CORPORA
+from adaptstudy.data.tasks import resolve_task
+from adaptstudy.models.backbones import check_backbone, resolve_backbone
+from adaptstudy.runs.artifacts import FULL_MODES, artifact_meta, is_artifact
+from adaptstudy.runs.base import RunConfig
+
+Reference = str | os.PathLike | dict
+
+
+class PretrainConfig(RunConfig):
+    """One masked-LM pretraining run on a corpus, from a backbone or from an earlier run's artifact."""
+
+    LOCATIONS: ClassVar[frozenset[str]] = RunConfig.LOCATIONS | {"output_dir"}
+    NEUTRAL: ClassVar[dict[str, Any]] = {"adam_beta2": 0.98, "adam_epsilon": 1e-6}
+    STUDY: ClassVar[str] = "pretrain"
+
+    corpus: str = Field(description="a registered corpus, or task:<name> (TAPT: the task's training texts)")
+    mode: Literal["head", "full", "seq_bn", "unipelt"] = "full"
+    backbone: str = "minilm-l6"
+    init_from: str | dict[str, Any] | None = Field(
+        None,
+        description="a full artifact of an earlier run (e.g. the warmed head, or DAPT for DAPT+TAPT): its folder, or "
+        "that run's settings (a mapping), which name its artifact in the cache",
+    )
+    exclude_eval_of: tuple[str, ...] = Field((), description="tasks whose evaluation texts are left out of the corpus")
+    adapter_size: int | None = Field(None, ge=1, description="seq_bn: bottleneck width (None: reduction factor 16)")
+    mlm_probability: float = Field(0.15, gt=0, lt=1)
+    max_steps: int | None = Field(None, gt=0, description="None: num_train_epochs over the corpus")
+    num_train_epochs: float = Field(1.0, gt=0)
+    corpus_fraction: float = Field(1.0, gt=0, le=1, description="share of the corpus's documents (seeded, nested)")
+    held_out_fraction: float = Field(0.05, ge=0, lt=0.5, description="documents kept out for the held-out MLM loss")
+    max_seq_length: int = Field(128, ge=16, le=512)
+    batch_size: int = Field(32, ge=1)
+    learning_rate: float = Field(1e-4, gt=0)
+    warmup_ratio: float = Field(0.06, ge=0, lt=1)
+    weight_decay: float = Field(0.01, ge=0)
+    adam_beta2: float = Field(0.98, gt=0, lt=1, description="Don't Stop Pretraining's recipe (RoBERTa's)")
+    adam_epsilon: float = Field(1e-6, gt=0, description="Don't Stop Pretraining's recipe (RoBERTa's)")
+    seed: int = 0
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    data_dir: str | None = None
+    results_dir: str | None = Field(None, description="None: results/pretrain in the project")
+    output_dir: str | None = Field(None, description="where the artifact goes (None: the cache, by run id)")
+    checkpoint_every_s: float = Field(300.0, ge=0)
+
+    @model_validator(mode="after")
+    def _known_names(self) -> PretrainConfig:
+        if self.corpus.startswith("task:"):
+            resolve_task(self.corpus.removeprefix("task:"))
+        else:
+            CORPORA.get(self.corpus)
+        for task in self.exclude_eval_of:
+            resolve_task(task)
+        check_backbone(self.backbone)
+        if self.adapter_size is not None and self.mode != "seq_bn":
+            raise ValueError(f"adapter_size={self.adapter_size} applies only to mode 'seq_bn', not {self.mode!r}")
+        if self.init_from is not None:
+            check_full_artifact(self.init_from, self.backbone)
+        return self
+
+    # What the record's identity fields read.
+    @property
+    def task_name(self) -> str:
+        return f"mlm:{self.corpus}"
+
+    @property
+    def method(self) -> str:
+        return self.mode
+
+    def refine_identity(self, identity: dict[str, Any]) -> dict[str, Any]:
+        if self.init_from:
+            identity["init_from"] = reference_meta(self.init_from)[
+                "run_id"
+            ]  # the run, not where its files happen to be
+        return identity
+
+    def artifact_dir(self) -> Path:
+        return Path(self.output_dir) if self.output_dir else cache_root() / "pretrained" / self.run_id
+
+    def adapter_width(self, hidden_size: int) -> int:
+        """seq_bn: the bottleneck width (None: reduction factor 16)."""
+        return self.adapter_size or round(hidden_size / 16)
+
+
+def root_backbone(config) -> str:
+    """The registered backbone a chain of pretraining runs started from."""
+    return reference_meta(config.init_from)["backbone"] if config.init_from else config.backbone
+
+
+def reference_meta(ref: Reference) -> dict[str, Any]:
+    """What an `init_from` names: its run id, mode, root backbone (and adapter size), from the artifact's
+    marker (a folder) or from the settings of the run that makes it (a mapping; no file needed)."""
+    if isinstance(ref, dict):
+        config = PretrainConfig.model_validate(ref)
+        meta = {"run_id": config.run_id, "mode": config.mode, "backbone": root_backbone(config)}
+        if config.mode == "seq_bn":
+            meta["adapter_size"] = config.adapter_width(hidden_size(config.backbone))
+        return meta
+    return artifact_meta(ref)
+
+
+def artifact_folder(ref: Reference) -> Path:
+    """The folder of the artifact `ref` names; one clear error if that pretraining has not run (here) yet."""
+    if not isinstance(ref, dict):
+        return Path(ref)
+    config = PretrainConfig.model_validate(ref)
+    folder = config.artifact_dir()
+    if not is_artifact(folder):
+        raise FileNotFoundError(
+            f"no artifact of pretraining run {config.run_id} ({config.corpus}, {config.mode}) at {folder}: "
+            "run its pretraining grid (or 02_dapt / 03_tapt with these settings) first"
+        )
+    return folder
+
+
+def hidden_size(backbone: str) -> int:
+    return AutoConfig.from_pretrained(resolve_backbone(backbone)).hidden_size
+
+
+def check_full_artifact(folder: Reference, backbone: str) -> None:
+    """`folder` holds (or names) a full pretrained model made from `backbone` (pretraining continues from its
+    weights)."""
+    meta = reference_meta(folder)
+    if meta["mode"] not in FULL_MODES:
+        raise ValueError(f"init_from={str(folder)!r} holds a {meta['mode']} adapter, not a full model")
+    if meta["backbone"] != backbone:
+        raise ValueError(
+            f"init_from={str(folder)!r} was pretrained from {meta['backbone']!r}, not from backbone {backbone!r}"
+        )

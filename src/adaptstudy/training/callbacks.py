@@ -1,0 +1,87 @@
+"""The Trainer callbacks of our runs, one style: a `TrainerCallback` subclass per concern."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from adaptstudy.common.files import mark_complete
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training diverged: the loss became NaN or infinite."""
+
+
+class StopOnNonFiniteLoss(TrainerCallback):
+    """Fail the run as soon as a logged training loss is NaN or infinite (every run has it)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(loss):
+            raise NonFiniteLossError(f"training loss is {loss} at step {state.global_step}")
+
+
+class TimedCheckpoints(TrainerCallback):
+    """Save a checkpoint every `every_s` seconds of training (0: every step), and only then.
+
+    The Trainer also saves at the last step; that save is skipped (the record follows at once). A
+    checkpoint gets its marker once the Trainer has written all of it, so a kill in the middle
+    of a save never leaves a checkpoint that a rerun would try to resume from. The Trainer removes
+    old checkpoints before the new one gets its marker, so runs keep two (`save_total_limit=2`):
+    with one, a kill in that gap left nothing to resume from.
+    """
+
+    def __init__(self, every_s: float):
+        self.every_s = every_s
+        self.last = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        due = time.monotonic() - self.last >= self.every_s
+        control.should_save = due and state.global_step < state.max_steps
+        if control.should_save:
+            self.last = time.monotonic()
+
+    def on_save(self, args, state, control, **kwargs):
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        mark_complete(folder, {"kind": "checkpoint", "step": state.global_step})
+
+
+class EpochTimer(TrainerCallback):
+    """Training seconds of each epoch (evaluation excluded: the Trainer evaluates after `on_epoch_end`)."""
+
+    def __init__(self):
+        self.seconds: dict[float, float] = {}
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        self.start = time.perf_counter()
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        self.seconds[round(state.epoch, 4)] = time.perf_counter() - self.start
+
+
+class FusionRegularization(TrainerCallback):
+    """AdapterFusion's pull of every value matrix towards the identity (0.01 x squared distance), added after
+    each step as the `adapters` package's own trainer does."""
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        loss = model.base_model.get_fusion_regularization_loss()
+        if loss is not None:
+            loss.backward()
+
+
+class ScoreEachEpoch(TrainerCallback):
+    """Call `score(state)` at the end of every `every`-th epoch and after the last (multi-task runs score
+    validation and test themselves: one dataset per task)."""
+
+    def __init__(self, score: Callable, every: int, epochs: float):
+        self.score, self.every, self.epochs = score, every, epochs
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        epoch = round(state.epoch)
+        if epoch % self.every and epoch < math.ceil(self.epochs):
+            return
+        self.score(state)

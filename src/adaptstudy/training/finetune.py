@@ -1,0 +1,184 @@
+"""Fine-tune one (task, method, backbone, seed) on the train split and evaluate it on dev.
+
+Built on `transformers.Trainer` through the training core, with what matters on a small CPU: dynamic padding
+with length-grouped batches (GLUE sentences are far shorter than `max_seq_length`), evaluation every epoch for
+the per-epoch history, and CUDA settings (bf16, TF32) only behind device checks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from transformers import DataCollatorWithPadding, Trainer, set_seed
+
+from adaptstudy.data.encoding import sort_by_length, tokenize_task
+from adaptstudy.data.metrics import compute_metrics
+from adaptstudy.data.spec import TaskSpec
+from adaptstudy.data.tasks import resolve_task
+from adaptstudy.models.backbones import load_tokenizer
+from adaptstudy.models.methods import adapters_removed, count_parameters
+from adaptstudy.models.methods.fusion import mean_attention
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.training import core
+from adaptstudy.training.callbacks import EpochTimer, FusionRegularization
+from adaptstudy.training.fusion import save_source_adapter
+from adaptstudy.training.starting_point import build_model
+
+
+def metric_fn(spec: TaskSpec):
+    """The Trainer's `compute_metrics` for a task: its metrics, in points."""
+
+    def fn(eval_pred) -> dict[str, float]:
+        logits, labels = eval_pred.predictions, eval_pred.label_ids
+        preds = logits.squeeze(-1) if spec.is_regression else np.argmax(logits, axis=-1)
+        return compute_metrics(spec.metrics, preds, labels)
+
+    return fn
+
+
+def epoch_history(log_history: list[dict], metrics: list[str]) -> list[dict[str, float]]:
+    """One row per epoch: training loss, dev metrics and eval time, from the Trainer's log."""
+    rows: dict[float, dict[str, float]] = {}
+    for entry in log_history:
+        if "epoch" not in entry:
+            continue
+        row = rows.setdefault(round(entry["epoch"], 4), {"epoch": round(entry["epoch"], 4)})
+        if "loss" in entry:
+            row["train_loss"] = entry["loss"]
+        for m in metrics:
+            if f"eval_{m}" in entry:
+                row[m] = entry[f"eval_{m}"]
+        if "eval_runtime" in entry:
+            row["eval_runtime_s"] = entry["eval_runtime"]
+    return [r for _, r in sorted(rows.items()) if len(r) > 1]
+
+
+def layer_ablation(trainer, spec: TaskSpec) -> list[dict[str, float]]:
+    """The dev metrics with the adapters of every contiguous span of layers first..last removed (no retraining)."""
+    layers = trainer.model.config.num_hidden_layers
+    rows = []
+    for first in range(layers):
+        for last in range(first, layers):
+            with adapters_removed(trainer.model, range(first, last + 1)):
+                scores = trainer.evaluate(metric_key_prefix="ablation")
+            rows.append({"first": first, "last": last, **{m: scores[f"ablation_{m}"] for m in spec.metrics}})
+    return rows
+
+
+def majority_class_score(spec: TaskSpec, train_set, eval_set) -> float | None:
+    """The main metric of always predicting the training set's most frequent label (None for regression)."""
+    if spec.is_regression:
+        return None
+    majority = np.bincount(np.asarray(train_set["label"])).argmax()
+    labels = np.asarray(eval_set["label"])
+    return compute_metrics([spec.main_metric], np.full_like(labels, majority), labels)[spec.main_metric]
+
+
+def finetune(
+    config: FinetuneConfig | Mapping[str, Any],
+    write: bool = True,
+    callbacks: Sequence[Any] = (),
+    checkpoint_dir: str | os.PathLike | None = None,
+    save_adapter_to: str | os.PathLike | None = None,
+) -> dict[str, Any]:
+    """Train, evaluate, and return the run's record (also written to `results_dir` unless `write` is off).
+
+    With `checkpoint_dir`, a checkpoint is saved there every `config.checkpoint_every_s` seconds and
+    a rerun resumes from the last one (the record says from which step). `callbacks` are
+    `transformers.TrainerCallback`s (the throughput benchmark times steps with one). With `save_adapter_to`,
+    the trained task adapter is saved there (a fusion source). What the run starts from must exist:
+    `adaptstudy.training.runner.run` trains it first.
+    """
+    run = core.start(config, FinetuneConfig)
+    config = run.config
+    spec = resolve_task(config.task)
+    set_seed(config.seed)
+    splits = config.load_splits()
+    tokenizer = load_tokenizer(config.backbone)
+    encoded = tokenize_task(splits, tokenizer, config.max_seq_length)
+    train_set, eval_set = encoded["train"], sort_by_length(encoded[spec.eval_split])
+    fusing = config.method == "fusion"
+    model = build_model(config, spec)
+    counts = count_parameters(model)
+
+    with core.Session(config, checkpoint_dir) as session:
+        # a fixed number of updates is scored once, at the end; epochs are scored one by one
+        if config.max_steps:
+            schedule = {
+                "max_steps": config.max_steps,
+                "eval_strategy": "no",
+                "logging_strategy": "steps",
+                "logging_steps": max(1, config.max_steps // 3),
+            }
+        else:
+            schedule = {"eval_strategy": "epoch", "logging_strategy": "epoch"}
+        args = session.arguments(
+            **schedule,
+            per_device_eval_batch_size=config.eval_batch_size,
+            group_by_length=True,
+            data_seed=config.data_seed,
+        )
+        timer = EpochTimer()
+        trainer = Trainer(
+            model=model,
+            args=args,
+            train_dataset=train_set,
+            eval_dataset=eval_set,
+            data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=core.PAD_TO_MULTIPLE_OF),
+            compute_metrics=metric_fn(spec),
+            callbacks=[timer, *([FusionRegularization()] if fusing else []), *callbacks],
+        )
+        train_output = session.train(trainer)
+        history = epoch_history(trainer.state.log_history, spec.metrics)
+        for row in history:
+            if row["epoch"] in timer.seconds:
+                row["train_epoch_s"] = timer.seconds[row["epoch"]]
+        epochs_run = trainer.state.epoch or config.num_train_epochs
+        if not history or not all(m in history[-1] for m in spec.metrics) or history[-1]["epoch"] < epochs_run - 1e-6:
+            final = trainer.evaluate()
+            scores = {m: final[f"eval_{m}"] for m in spec.metrics}
+            if history and history[-1]["epoch"] == round(epochs_run, 4):
+                history[-1].update(scores)
+            else:
+                history.append({"epoch": round(epochs_run, 4), **scores})
+        total_steps = trainer.state.global_step
+        ablation = layer_ablation(trainer, spec) if config.layer_ablation else None
+        sources = list(config.fusion_sources) if fusing else None
+        attention = mean_attention(trainer.model, trainer.get_eval_dataloader(), sources) if fusing else None
+        if save_adapter_to is not None:
+            save_source_adapter(trainer.model, config, Path(save_adapter_to))
+
+    share_run_here = 1.0 - (session.resumed_step or 0) / max(total_steps, 1)
+    eval_time = sum(row.get("eval_runtime_s", 0.0) for row in history)
+    train_time = max(session.seconds - eval_time, 1e-9)
+    epochs = epochs_run * share_run_here
+    tokens = sum(len(ids) for ids in train_set["input_ids"])
+    metrics = {m: history[-1][m] for m in spec.metrics}
+    extra = {}
+    if ablation is not None:
+        extra.update(layer_ablation=ablation, majority_class_score=majority_class_score(spec, train_set, eval_set))
+    if attention is not None:
+        extra.update(fusion_attention=attention)
+    return core.finish(
+        run,
+        session,
+        write,
+        metrics=metrics,
+        main_metric=spec.main_metric,
+        main_metric_value=metrics[spec.main_metric],
+        **counts,
+        train_examples=len(train_set),
+        eval_examples=len(eval_set),
+        eval_split=spec.eval_split,
+        train_loss=train_output.training_loss,
+        train_runtime_s=train_time,
+        eval_runtime_s=eval_time,
+        train_examples_per_s=len(train_set) * epochs / train_time,
+        train_tokens_per_s=tokens * epochs / train_time,
+        **extra,
+        history=history,
+    )

@@ -1,0 +1,202 @@
+"""Multi-task training: one shared encoder, a head per task, batches drawn one task at a time.
+
+Hyperformer's setting (Mahabadi et al. 2021), also AdapterFusion's multi-task adapter: task t is drawn for
+each batch with probability proportional to n_t^(1/T) (`data.sampling`). Any method of the registry
+trains this way (`full`: multi-task fine-tuning; `houlsby`/`pfeiffer`: one adapter shared by the tasks;
+`hyperformer`/`hyperformer++`: adapters generated per task; `layernorm`: the no-adapter ablation); with
+one task it is single-task training under the same splits and model selection, for a fair baseline.
+
+Splits follow the paper (`data.splits.selection_splits`); training caps apply after the hold-out. Every
+epoch is scored on validation and test; the record reports the test scores of the epoch with the best mean
+validation score.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from datasets import Dataset, DatasetDict, Value, concatenate_datasets
+from safetensors.torch import load_file, save_file
+from transformers import AutoModel, DataCollatorWithPadding, Trainer, set_seed
+
+from adaptstudy.common.files import atomic_folder, is_complete, mark_complete
+from adaptstudy.data.encoding import sort_by_length, tokenize_task
+from adaptstudy.data.metrics import compute_metrics
+from adaptstudy.data.sampling import TemperatureBatchSampler
+from adaptstudy.data.tasks import resolve_task
+from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
+from adaptstudy.models.methods import METHODS, count_parameters
+from adaptstudy.models.multitask import MultiTaskModel
+from adaptstudy.runs.multitask_config import MultiTaskConfig
+from adaptstudy.training import core
+from adaptstudy.training.callbacks import ScoreEachEpoch
+
+ENCODER_FILE = "encoder.safetensors"
+
+
+def build_multitask_model(config: MultiTaskConfig) -> MultiTaskModel:
+    """The encoder with the method applied and a head per task; for a transfer, the source run's trained encoder
+    and hypernetworks (loaded from its artifact, frozen) with a new embedding for each new task."""
+    torch.manual_seed(config.seed)
+    model = MultiTaskModel(
+        AutoModel.from_pretrained(resolve_backbone(config.backbone)), {t: resolve_task(t) for t in config.tasks}
+    )
+    if config.transfer_from is None:
+        return METHODS.get(config.method).apply_to_encoder(model, config)
+    source = config.source()
+    METHODS.get(config.method).apply_to_encoder(model, source)  # hypernetworks for the source tasks
+    load_encoder(model, source.artifact_dir())
+    for task in config.tasks:
+        model.bert.hypernetworks.add_task(task)
+    for name, param in model.named_parameters():
+        param.requires_grad_(
+            any(
+                name == f"bert.hypernetworks.task_embeddings.{t}" or name.startswith(f"heads.{t}.")
+                for t in config.tasks
+            )
+        )
+    return model
+
+
+def save_encoder(model: MultiTaskModel, config: MultiTaskConfig) -> Path:
+    """The trained encoder with its hypernetworks (heads left out), for transfer runs; atomic, in the cache."""
+    folder = config.artifact_dir()
+    with atomic_folder(folder) as scratch:
+        encoder = {k: v.contiguous() for k, v in model.state_dict().items() if k.startswith("bert.")}
+        save_file(encoder, str(scratch / ENCODER_FILE))
+        mark_complete(scratch, {"kind": "multitask encoder", "run_id": config.run_id, "config": config.model_dump()})
+    return folder
+
+
+def load_encoder(model: MultiTaskModel, folder: Path) -> None:
+    if not is_complete(folder):
+        raise FileNotFoundError(f"no trained multi-task encoder at {folder}: run the source (transfer_from) run first")
+    missing, unexpected = model.load_state_dict(load_file(str(folder / ENCODER_FILE)), strict=False)
+    missing = [k for k in missing if k.startswith("bert.")]
+    if missing or unexpected:
+        raise ValueError(
+            f"{folder}: the saved encoder does not fit (missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
+
+
+def _encode(splits: dict[str, DatasetDict], tokenizer, max_seq_length: int) -> dict[str, DatasetDict]:
+    out = {}
+    for index, (task, task_splits) in enumerate(splits.items()):
+        encoded = tokenize_task(task_splits, tokenizer, max_seq_length)
+        encoded = encoded.map(lambda batch: {"task_ids": [index] * len(batch["label"])}, batched=True)
+        out[task] = encoded.cast_column("label", Value("float32"))  # one label type across tasks (ids and scores)
+    return out
+
+
+def score(trainer, encoded: dict[str, DatasetDict], split: str) -> dict[str, dict[str, float]]:
+    """Per task: its metrics on `split` (batches never mix tasks: one dataset per task)."""
+    out = {}
+    for task, splits in encoded.items():
+        spec = resolve_task(task)
+        prediction = trainer.predict(sort_by_length(splits[split]), metric_key_prefix=f"{split}_{task}")
+        logits, labels = prediction.predictions, prediction.label_ids
+        preds = logits.squeeze(-1) if spec.is_regression else np.argmax(logits, axis=-1)
+        out[task] = compute_metrics(spec.metrics, preds, labels if spec.is_regression else labels.astype(int))
+    return out
+
+
+def _mean_main(scores: dict[str, dict[str, float]]) -> float:
+    return float(np.mean([scores[t][resolve_task(t).main_metric] for t in scores]))
+
+
+def train_multitask(
+    config: MultiTaskConfig | Mapping[str, Any],
+    write: bool = True,
+    checkpoint_dir: str | os.PathLike | None = None,
+    save: bool | None = None,
+) -> dict[str, Any]:
+    """Train, score every epoch on validation and test, and return the record (written unless `write` is off).
+
+    With `save` (default: for Hyperformer runs) the trained encoder goes to the cache, for transfer runs; a
+    transfer's source run must be there (`adaptstudy.training.runner.run` trains it first)."""
+    run = core.start(config, MultiTaskConfig)
+    config = run.config
+    set_seed(config.seed)
+    splits = config.load_splits()
+    encoded = _encode(splits, load_tokenizer(config.backbone), config.max_seq_length)
+    train_sets = [encoded[t]["train"] for t in config.tasks]
+    sampler = TemperatureBatchSampler([len(d) for d in train_sets], config.batch_size, config.temperature, config.seed)
+    model = build_multitask_model(config)
+    counts = count_parameters(model)
+    history: list[dict[str, Any]] = []
+
+    class _Trainer(Trainer):
+        def get_train_dataloader(self):
+            return torch.utils.data.DataLoader(self.train_dataset, batch_sampler=sampler, collate_fn=self.data_collator)
+
+    def score_epoch(state) -> None:
+        start = time.perf_counter()
+        model.eval()
+        row = {
+            "epoch": round(state.epoch, 4),
+            "step": state.global_step,
+            "validation": score(trainer, encoded, "validation"),
+            "test": score(trainer, encoded, "test"),
+        }
+        row["validation_mean"], row["test_mean"] = _mean_main(row["validation"]), _mean_main(row["test"])
+        row["eval_runtime_s"] = time.perf_counter() - start
+        history.append(row)
+
+    with core.Session(config, checkpoint_dir) as session:
+        args = session.arguments(
+            per_device_eval_batch_size=config.eval_batch_size,
+            eval_strategy="no",
+            logging_strategy="epoch",
+            remove_unused_columns=False,
+            save_safetensors=False,  # an `adapters` model ties prompt_tuning's embeddings to the word embeddings
+        )
+        collator = DataCollatorWithPadding(load_tokenizer(config.backbone), pad_to_multiple_of=core.PAD_TO_MULTIPLE_OF)
+        trainer = _Trainer(
+            model=model,
+            args=args,
+            train_dataset=concatenate_datasets(train_sets).remove_columns(_text_free(train_sets)),
+            data_collator=collator,
+            callbacks=[ScoreEachEpoch(score_epoch, config.eval_every_epochs, config.num_train_epochs)],
+        )
+        output = session.train(trainer)
+    if save if save is not None else (config.method.startswith("hyperformer") and config.transfer_from is None):
+        save_encoder(model, config)
+    best = max(history, key=lambda row: row["validation_mean"])
+    eval_time = sum(row["eval_runtime_s"] for row in history)
+    train_time = max(session.seconds - eval_time, 1e-9)
+    examples = sum(len(d) for d in train_sets)
+    return core.finish(
+        run,
+        session,
+        write,
+        task=config.task_name,
+        tasks=list(config.tasks),
+        metrics={f"{t}/{m}": v for t, scores in best["test"].items() for m, v in scores.items()},
+        validation_metrics={f"{t}/{m}": v for t, scores in best["validation"].items() for m, v in scores.items()},
+        main_metric="mean over tasks",
+        main_metric_value=best["test_mean"],
+        validation_mean=best["validation_mean"],
+        selected_epoch=best["epoch"],
+        **counts,
+        trainable_params_per_task=counts["trainable_params"] / len(config.tasks),
+        train_examples={t: len(encoded[t]["train"]) for t in config.tasks},
+        eval_examples={t: {s: len(encoded[t][s]) for s in ("validation", "test")} for t in config.tasks},
+        sampling_probabilities=dict(zip(config.tasks, sampler.probabilities.round(4).tolist())),
+        train_loss=output.training_loss,
+        train_runtime_s=train_time,
+        eval_runtime_s=eval_time,
+        train_examples_per_s=examples * config.num_train_epochs / train_time,
+        history=history,
+    )
+
+
+def _text_free(datasets: list[Dataset]) -> list[str]:
+    """Columns the model does not take (none after tokenisation; kept for datasets with extra fields)."""
+    keep = {"input_ids", "attention_mask", "token_type_ids", "label", "task_ids"}
+    return sorted({c for d in datasets for c in d.column_names} - keep)

@@ -1,0 +1,96 @@
+"""Run any run, training first what it needs and does not have yet, once: the pretraining chain an `init_from`
+names, a fusion run's source adapters, a transfer run's multi-task source. Sweeps and notebooks call `run`.
+
+A prerequisite's record goes where its own settings say, else: a pretraining's beside the run's results in
+`<results_dir>_pretrain` (a pretraining grid: its own folder), a source adapter's with the fusion run's, a
+transfer source's in `<results_dir>_sources`. Its checkpoints go beside the run's, and are removed once done.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adaptstudy.common.files import is_complete, remove_folder
+from adaptstudy.runs.artifacts import is_artifact
+from adaptstudy.runs.base import RunConfig
+from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, source_folder
+from adaptstudy.runs.multitask_config import MultiTaskConfig
+from adaptstudy.runs.pretrain_config import PretrainConfig
+from adaptstudy.runs.records import resolve_results_dir
+from adaptstudy.training.finetune import finetune
+from adaptstudy.training.multitask import train_multitask
+from adaptstudy.training.pretrain import pretrain
+
+
+@dataclass
+class Prerequisite:
+    """A run that another run needs, how to tell it is done, and how to do it (given its checkpoint folder)."""
+
+    config: RunConfig
+    done: Callable[[], bool]
+    train: Callable[[Path | None], Any]
+    what: str
+
+
+def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
+    """What `config` needs before it can run, in order (each may need more: see `ensure`)."""
+    results = resolve_results_dir(config.results_dir, config.STUDY)
+    if isinstance(config, (FinetuneConfig, PretrainConfig)) and isinstance(config.init_from, dict):
+        pretraining = PretrainConfig.model_validate(config.init_from)
+        if pretraining.results_dir is None:
+            folder = results if isinstance(config, PretrainConfig) else results.with_name(f"{results.name}_pretrain")
+            pretraining = pretraining.model_copy(update={"results_dir": str(folder)})
+        yield Prerequisite(
+            pretraining,
+            done=lambda: is_artifact(pretraining.artifact_dir()),
+            train=lambda checkpoints: pretrain(pretraining, checkpoint_dir=checkpoints),
+            what=f"pretraining ({pretraining.corpus}, {pretraining.mode})",
+        )
+    if isinstance(config, FinetuneConfig) and config.fusion_sources is not None:
+        for task in config.fusion_sources:
+            source = source_config(task, config.source_settings, str(results))
+            yield Prerequisite(
+                source,
+                done=lambda source=source: is_complete(source_folder(source)),
+                train=lambda checkpoints, source=source: finetune(
+                    source, checkpoint_dir=checkpoints, save_adapter_to=source_folder(source)
+                ),
+                what=f"the source adapter of {task}",
+            )
+    if isinstance(config, MultiTaskConfig) and config.transfer_from is not None:
+        source = config.source().model_copy(update={"results_dir": str(results.with_name(f"{results.name}_sources"))})
+        yield Prerequisite(
+            source,
+            done=lambda: is_complete(source.artifact_dir()),
+            train=lambda checkpoints: train_multitask(source, checkpoint_dir=checkpoints, save=True),
+            what=f"the transfer source ({source.task_name}, {source.method})",
+        )
+
+
+def ensure(config: RunConfig, checkpoint_root: Path | None = None) -> None:
+    """Train every prerequisite of `config` that is not done yet (theirs first), once."""
+    for needed in prerequisites(config):
+        if needed.done():
+            continue
+        ensure(needed.config, checkpoint_root)
+        checkpoints = Path(checkpoint_root) / needed.config.run_id if checkpoint_root else None
+        print(f"  training {needed.what} first: {needed.config.run_id}", flush=True)
+        needed.train(checkpoints)
+        remove_folder(checkpoints)
+
+
+RUNNERS: dict[type[RunConfig], Callable[..., dict[str, Any]]] = {
+    FinetuneConfig: finetune,
+    PretrainConfig: pretrain,
+    MultiTaskConfig: train_multitask,
+}
+
+
+def run(config: RunConfig, checkpoint_dir: str | os.PathLike | None = None, write: bool = True) -> dict[str, Any]:
+    """Train `config` (its prerequisites first) and return its record; see `finetune`, `pretrain`, `train_multitask`."""
+    ensure(config, Path(checkpoint_dir).parent if checkpoint_dir else None)
+    return RUNNERS[type(config)](config, write=write, checkpoint_dir=checkpoint_dir)
