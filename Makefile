@@ -10,7 +10,7 @@ export ADAPTSTUDY_DATA
 PAPERMILL := $(BIN)/papermill --log-level WARNING
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test smoke book benchmark reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across clean
+.PHONY: setup lint test test-fast smoke book benchmark reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across clean
 
 setup: $(STAMP)
 
@@ -22,8 +22,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 > /dev/null
 	touch $(STAMP)
 
+# ruff (format and lint) and import-linter (layers follow the data flow, no import cycles); CI runs it first.
+lint: setup
+	$(BIN)/ruff format --check src tests benchmarks notebooks
+	$(BIN)/ruff check src tests benchmarks notebooks
+	$(BIN)/lint-imports
+
 test: setup
 	$(BIN)/python -m pytest -q
+
+# The suite without the tests marked slow (those that train a model for more than about 20 s).
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # Every notebook on smoke parameters (what the end-to-end tests also do).
 smoke: setup
@@ -68,7 +78,7 @@ reproduce-across: setup
 FOUNDATION := $(wildcard params/cpu/finetune_*.yaml)
 reproduce-foundation: setup
 	for p in $(FOUNDATION); do \
-	  $(BIN)/python -m adaptstudy.cli done $$p results/foundation || \
+	  $(BIN)/python -m adaptstudy.launch.cli done $$p results/foundation || \
 	  $(PAPERMILL) notebooks/04_finetune.ipynb /tmp/$$(basename $$p .yaml).ipynb -f $$p -p results_dir results/foundation || exit 1; \
 	done
 

@@ -11,6 +11,10 @@ os.environ["ADAPTSTUDY_DATA"] = str(Path(os.environ["ADAPTSTUDY_DATA"]).resolve(
 for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[var] = "1"  # a missing file must fail at once, not after minutes of retries
 
+# after the environment above: the task registry imports `datasets`, which reads it once, on import
+from adaptstudy.data.tasks import resolve_task  # noqa: E402
+from adaptstudy.runs.records import base_record, write_record  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
@@ -18,3 +22,44 @@ def data_dir() -> Path:
     if not (path / "glue").is_dir():
         pytest.fail(f"the data mirror is not at {path}: set ADAPTSTUDY_DATA")
     return path
+
+
+@pytest.fixture
+def fake_record(tmp_path):
+    """Factory of finished runs' records with made-up numbers, shaped as our runs write them, for the reports' tests.
+
+    `fake_record(config, score, **fields)` is the record of `config` (fine-tuning, multi-task or pretraining) scoring
+    `score` on its task's main metric (`metric` to name another; a multi-task config takes one score per task), with
+    `fields` set on top (costs, parameters, history, ...). It is written into `folder` (default the test's
+    `tmp_path`; None: not written) and returned.
+    """
+
+    def make(config, score=60.0, metric=None, folder=tmp_path, **fields) -> dict:
+        record = base_record(config)
+        if hasattr(config, "tasks"):  # multi-task: per-task test scores under task/metric, their mean as main metric
+            scores = dict(zip(config.tasks, score))
+            metrics = {f"{t}/{metric or resolve_task(t).main_metric}": s for t, s in scores.items()}
+            record.update(tasks=list(config.tasks), main_metric="mean over tasks")
+            score = sum(scores.values()) / len(scores)
+        else:
+            metric = metric or (resolve_task(config.task).main_metric if hasattr(config, "task") else "perplexity")
+            metrics = {metric: score}
+            record["main_metric"] = metric
+        record.update(
+            status="ok",
+            metrics=metrics,
+            main_metric_value=score,
+            trainable_params=1,
+            total_params=1,
+            train_runtime_s=1.0,
+            train_examples_per_s=1.0,
+            peak_rss_mb=1.0,
+            device="cpu",
+            finished_at="2026-11-25T00:00:00+00:00",
+        )
+        record.update(fields)
+        if folder is not None:
+            write_record(record, folder)
+        return record
+
+    return make

@@ -46,5 +46,18 @@ def test_notebook_parameters_reject_undeclared_names():
     with pytest.raises(ConfigError, match=r"unknown notebook parameter 'sed' \(did you mean 'seed'\?\)"):
         parameters(namespace, declared, FinetuneConfig)
     del namespace["sed"]
-    config = parameters(namespace | {"config": None}, declared, FinetuneConfig, outputs=["config"])
+    config = parameters(namespace, declared, FinetuneConfig)
     assert (config.task, config.seed) == ("mrpc", 3)
+
+
+def test_notebook_parameters_take_any_setting_of_the_model_and_validate_again_on_a_rerun():
+    declared = {"In", "Out", "task", "seed"}
+    namespace = {"In": [], "Out": {}, "task": "mrpc", "seed": 3, "data_seed": 2, "precision": "fp32"}
+    config = parameters(namespace, declared, FinetuneConfig)  # settings the parameters cell does not declare
+    assert (config.data_seed, config.precision) == (2, "fp32")
+    # the cell re-run in Jupyter: later cells assigned names of their own, the user changed a value
+    namespace.update(config=config, record={}, seed=4)
+    assert parameters(namespace, declared, FinetuneConfig).seed == 4
+    namespace["seed"] = "four"
+    with pytest.raises(ConfigError, match=r"notebook parameter seed"):
+        parameters(namespace, declared, FinetuneConfig)

@@ -5,6 +5,7 @@ import pytest
 
 from adaptstudy.common.registry import UnknownNameError
 from adaptstudy.data import TASKS, DataNotFoundError, MalformedDataError, load_task, register_task, resolve_task
+from adaptstudy.data.builders import HELPFUL_MIN_VOTES, HELPFUL_SHARE, blitzer_reviews, helpfulness_rows
 from adaptstudy.data.splits import subsample
 
 # Split sizes and label sets as the mirror's README gives them.
@@ -232,8 +233,6 @@ def test_built_tasks_have_fixed_disjoint_splits(name, sizes, positives, data_dir
 
 
 def test_helpfulness_follows_its_vote_rule(data_dir):
-    from adaptstudy.data.builders import HELPFUL_MIN_VOTES, HELPFUL_SHARE, blitzer_reviews, helpfulness_rows
-
     reviews = blitzer_reviews(data_dir)
     assert len(reviews) == 8000  # 4 domains x (1000 positive + 1000 negative)
     rows = helpfulness_rows(data_dir)

@@ -5,8 +5,9 @@ import pandas as pd
 import pytest
 
 from adaptstudy.reporting import dsp as dr
+from adaptstudy.reporting.common import load_runs
 from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.records import base_record, read_records, records_frame, write_record
+from adaptstudy.runs.pretrain_config import PretrainConfig
 
 WARM = {"corpus": "general", "mode": "head", "max_steps": 10}
 DAPT = {"corpus": "reviews", "mode": "full", "max_steps": 10, "init_from": WARM}
@@ -16,36 +17,25 @@ DAPT_TAPT = {**TAPT, "init_from": DAPT}
 ADAPTER_DAPT = {"corpus": "reviews", "mode": "seq_bn", "max_steps": 10, "init_from": WARM}
 
 
-def _run(folder, score, init_from, seed=0, method="full", task="helpfulness", metric="macro_f1", **settings):
-    config = FinetuneConfig(task=task, method=method, seed=seed, init_from=init_from, **settings)
-    record = base_record(config)
-    record.update(
-        status="ok",
-        metrics={metric: score},
-        main_metric=metric,
-        main_metric_value=score,
-        trainable_params=1,
-        total_params=1,
-        train_runtime_s=1.0,
-        train_examples_per_s=1.0,
-        peak_rss_mb=1.0,
-        device="cpu",
-        finished_at="2026-11-23T00:00:00+00:00",
-    )
-    write_record(record, folder)
+@pytest.fixture
+def run(fake_record):
+    """Writes a fine-tuning run from the starting point `init_from` (a pretraining chain)."""
+
+    def write(score, init_from, seed=0, method="full", task="helpfulness", **settings):
+        return fake_record(FinetuneConfig(task=task, method=method, seed=seed, init_from=init_from, **settings), score)
+
+    return write
 
 
 @pytest.fixture
-def runs(tmp_path):
+def runs(tmp_path, run):
     for seed, (base, dapt, tapt, both, other) in enumerate([(60, 63, 62, 66, 58), (62, 65, 64, 66, 60)]):
         for score, start in ((base, WARM), (dapt, DAPT), (tapt, TAPT), (both, DAPT_TAPT), (other, NOT_DAPT)):
-            _run(tmp_path, float(score), start, seed=seed)
-    _run(tmp_path, 59.0, WARM, method="pfeiffer")  # the adapter family's baseline
-    _run(
-        tmp_path, 62.5, ADAPTER_DAPT, method="pfeiffer", adapter_use="continue"
-    )  # +3.5, the full model's DAPT gains +3.0
-    _run(tmp_path, 55.0, {**DAPT, "corpus_fraction": 0.1}, seed=0)
-    return dr.label_runs(records_frame(tmp_path), read_records(tmp_path))
+            run(float(score), start, seed=seed)
+    run(59.0, WARM, method="pfeiffer")  # the adapter family's baseline
+    run(62.5, ADAPTER_DAPT, method="pfeiffer", adapter_use="continue")  # +3.5, the full model's DAPT gains +3.0
+    run(55.0, {**DAPT, "corpus_fraction": 0.1}, seed=0)
+    return dr.label_runs(load_runs(tmp_path))
 
 
 def test_conditions_are_read_off_the_pretraining_chain():
@@ -76,10 +66,10 @@ def test_main_table_puts_ours_beside_table_5(runs):
     assert ("chemprot", "ours: full model") not in table.index  # no runs: the paper's row alone
 
 
-def test_tasks_without_a_domain_corpus_say_so_in_the_dapt_cells(tmp_path):
-    _run(tmp_path, 50.0, WARM, task="chemprot", metric="micro_f1")
+def test_tasks_without_a_domain_corpus_say_so_in_the_dapt_cells(tmp_path, run):
+    run(50.0, WARM, task="chemprot")
     row = (
-        dr.main_table(dr.label_runs(records_frame(tmp_path), read_records(tmp_path)))
+        dr.main_table(dr.label_runs(load_runs(tmp_path)))
         .set_index(["task", "model"])
         .loc[("chemprot", "ours: full model")]
     )
@@ -134,11 +124,11 @@ def test_the_recipe_is_read_off_the_records(runs):
     )
 
 
-def test_the_recipe_names_each_schedule_with_its_tasks(tmp_path):
-    _run(tmp_path, 60.0, WARM, num_train_epochs=3, max_train_examples=500)
-    _run(tmp_path, 20.0, WARM, task="scierc", num_train_epochs=10, max_train_examples=1000)
-    _run(tmp_path, 50.0, WARM, task="chemprot", metric="micro_f1", num_train_epochs=10, max_train_examples=1000)
-    runs = dr.label_runs(records_frame(tmp_path), read_records(tmp_path))
+def test_the_recipe_names_each_schedule_with_its_tasks(tmp_path, run):
+    run(60.0, WARM, num_train_epochs=3, max_train_examples=500)
+    run(20.0, WARM, task="scierc", num_train_epochs=10, max_train_examples=1000)
+    run(50.0, WARM, task="chemprot", num_train_epochs=10, max_train_examples=1000)
+    runs = dr.label_runs(load_runs(tmp_path))
     pretraining = pd.DataFrame(
         {
             "task": ["mlm:general"],
@@ -158,23 +148,16 @@ def test_the_recipe_names_each_schedule_with_its_tasks(tmp_path):
     )
 
 
-def test_pretraining_tables_tell_tapt_from_dapt_plus_tapt():
-    records = [
-        {"run_id": "a", "config": {"init_from": WARM}},
-        {"run_id": "b", "config": {"init_from": DAPT}},
-        {"run_id": "c", "config": {}},
-    ]
-    frame = pd.DataFrame(
-        {
-            "run_id": ["b", "a", "c"],
-            "task": ["mlm:task:helpfulness", "mlm:task:helpfulness", "mlm:general"],
-            "method": ["full", "full", "head"],
-            "config.corpus_fraction": 1.0,
-            "perplexity_before": [75.0, 565.0, 46384.7],
-            "main_metric_value": [67.8, 126.6, 734.1],
-        }
-    )
-    table = dr.perplexity_table(dr.label_pretraining(frame, records))
+def test_pretraining_tables_tell_tapt_from_dapt_plus_tapt(tmp_path, fake_record):
+    for corpus, init_from, before, after in (
+        ("task:helpfulness", DAPT, 75.0, 67.8),
+        ("task:helpfulness", WARM, 565.0, 126.6),
+        ("general", None, 46384.7, 734.1),
+    ):
+        mode = "head" if init_from is None else "full"
+        config = PretrainConfig(corpus=corpus, mode=mode, init_from=init_from, max_steps=10)
+        fake_record(config, after, perplexity_before=before)
+    table = dr.perplexity_table(dr.label_pretraining(load_runs(tmp_path)))
     assert table[["corpus", "starts from", "perplexity after"]].values.tolist() == [
         ["general", "backbone", 734.1],
         ["task:helpfulness", "reviews (full) ← warmed head", 67.8],
@@ -182,16 +165,16 @@ def test_pretraining_tables_tell_tapt_from_dapt_plus_tapt():
     ]
 
 
-def test_dapt_plus_tapt_is_judged_against_the_baseline_on_the_tasks_that_ran_it(tmp_path):
+def test_dapt_plus_tapt_is_judged_against_the_baseline_on_the_tasks_that_ran_it(tmp_path, run):
     for score, start in (
         (60.0, WARM),
         (58.0, DAPT),
         (59.0, TAPT),
         (59.5, DAPT_TAPT),
     ):  # every condition below the baseline
-        _run(tmp_path, score, start)
+        run(score, start)
     chemprot_tapt = {**TAPT, "corpus": "task:chemprot"}
     for score, start in ((50.0, WARM), (52.0, chemprot_tapt)):  # no corpus for DAPT: not a case of the claim
-        _run(tmp_path, score, start, task="chemprot", metric="micro_f1")
-    claim = dr.claims(dr.label_runs(records_frame(tmp_path), read_records(tmp_path))).iloc[2]
+        run(score, start, task="chemprot")
+    claim = dr.claims(dr.label_runs(load_runs(tmp_path))).iloc[2]
     assert (claim["ours"], claim["verdict"]) == ("helpfulness: baseline", "does not hold")

@@ -52,6 +52,7 @@ def fused(tmp_path_factory, data_dir):
         yield root, config, record, model
 
 
+@pytest.mark.slow
 def test_source_adapters_are_trained_once_into_the_cache_with_their_records(fused):
     root, config, record, _ = fused
     runs = [json.loads(p.read_text()) for p in (root / "results").glob("*.json")]
@@ -61,6 +62,7 @@ def test_source_adapters_are_trained_once_into_the_cache_with_their_records(fuse
     assert len(folders) == 2 and all(is_complete(f) for f in folders)
 
 
+@pytest.mark.slow
 def test_only_the_fusion_layers_and_the_head_train(fused):
     _, _, record, model = fused
     trained = [n for n, p in model.named_parameters() if p.requires_grad]
@@ -71,12 +73,14 @@ def test_only_the_fusion_layers_and_the_head_train(fused):
     assert record["trainable_params"] == counts["trainable_params"]
 
 
+@pytest.mark.slow
 def test_the_record_keeps_the_mean_attention_over_sources(fused):
     attention = fused[2]["fusion_attention"]
     assert set(attention) == {"rte", "mrpc"}
     assert sum(attention.values()) == pytest.approx(1.0, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_a_saved_fusion_setup_reloads_to_the_same_predictions(fused, tmp_path, data_dir):
     root, config, _, model = fused
     with torch.no_grad():  # make the fusion layers and head differ from a fresh setup, as training would

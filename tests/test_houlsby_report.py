@@ -3,72 +3,67 @@
 import pandas as pd
 import pytest
 
-from adaptstudy.reporting import houlsby as hr
+from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.houlsby import claims as hc
+from adaptstudy.reporting.houlsby import tables as ht
 from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.records import base_record, records_frame, write_record
+from adaptstudy.training.finetune import finetune
 
 BACKBONE = 22_713_216
 
 
-def _run(folder, score, task="rte", method="full", seed=0, lr=5e-5, size=None, trainable=BACKBONE, **settings):
-    record = base_record(
-        FinetuneConfig(task=task, method=method, seed=seed, learning_rate=lr, adapter_size=size, **settings)
-    )
-    metric = "f1" if task == "mrpc" else "accuracy"
-    record.update(
-        status="ok",
-        metrics={metric: score},
-        main_metric=metric,
-        main_metric_value=score,
-        trainable_params=trainable,
-        total_params=BACKBONE + trainable,
-        backbone_params=BACKBONE,
-        train_runtime_s=1.0,
-        train_examples_per_s=1.0,
-        peak_rss_mb=1.0,
-        finished_at="2026-11-23T00:00:00+00:00",
-        train_examples=100,
-        device="cpu",
-    )
-    write_record(record, folder)
+@pytest.fixture
+def run(fake_record):
+    """Writes a run: its dev `score`, and the settings that tell its Table 1 cell apart."""
+
+    def write(score, task="rte", method="full", seed=0, lr=5e-5, size=None, trainable=BACKBONE, **settings):
+        config = FinetuneConfig(task=task, method=method, seed=seed, learning_rate=lr, adapter_size=size, **settings)
+        total = BACKBONE + trainable
+        return fake_record(config, score, trainable_params=trainable, total_params=total, backbone_params=BACKBONE)
+
+    return write
+
+
+def labelled(folder):
+    return ht.label_runs(load_runs(folder))
 
 
 @pytest.fixture
-def runs(tmp_path):
+def runs(tmp_path, run):
     for lr, score in ((2e-5, 60.0), (5e-5, 64.0), (1e-4, 62.0)):
-        _run(tmp_path, score, lr=lr)
+        run(score, lr=lr)
     for seed, score in ((1, 66.0), (2, 65.0)):
-        _run(tmp_path, score, seed=seed, lr=5e-5)
-        _run(tmp_path, 50.0, seed=seed, lr=2e-5)  # not at the chosen rate: left out of Table 1
+        run(score, seed=seed, lr=5e-5)
+        run(50.0, seed=seed, lr=2e-5)  # not at the chosen rate: left out of Table 1
     for lr, score in ((3e-4, 61.0), (1e-3, 63.0), (3e-3, 55.0)):
-        _run(tmp_path, score, method="houlsby", size=64, lr=lr, trainable=1_000_000)
+        run(score, method="houlsby", size=64, lr=lr, trainable=1_000_000)
     for seed in (1, 2):
-        _run(tmp_path, 62.0, method="houlsby", size=64, lr=1e-3, seed=seed, trainable=1_000_000)
+        run(62.0, method="houlsby", size=64, lr=1e-3, seed=seed, trainable=1_000_000)
     for seed in (0, 1, 2):
-        _run(tmp_path, 66.0 + seed, method="houlsby", size=8, lr=1e-3, seed=seed, trainable=200_000)
-    _run(tmp_path, 20.0, method="houlsby", size=64, lr=1e-3, adapter_init_std=1.0)  # a variant, not a Table 1 run
-    return records_frame(tmp_path)
+        run(66.0 + seed, method="houlsby", size=8, lr=1e-3, seed=seed, trainable=200_000)
+    run(20.0, method="houlsby", size=64, lr=1e-3, adapter_init_std=1.0)  # a variant, not a Table 1 run
+    return labelled(tmp_path)
 
 
 def test_learning_rates_are_chosen_on_seed_0_per_method_and_size(runs):
-    chosen = hr.chosen_learning_rates(runs).set_index("label")["learning_rate"]
+    chosen = ht.chosen_learning_rates(runs).set_index("label")["learning_rate"]
     assert chosen.to_dict() == {"full": 5e-5, "houlsby-8": 1e-3, "houlsby-64": 1e-3}
 
 
-def test_each_adapter_size_uses_its_own_chosen_rate(tmp_path):
+def test_each_adapter_size_uses_its_own_chosen_rate(tmp_path, run):
     for lr, score in ((1e-3, 70.0), (1e-2, 60.0)):
-        _run(tmp_path, score, method="houlsby", size=64, lr=lr, trainable=1_000_000)
+        run(score, method="houlsby", size=64, lr=lr, trainable=1_000_000)
     for lr, score in ((1e-3, 50.0), (1e-2, 58.0)):  # size 256 diverges at 64's rate, learns at its own
-        _run(tmp_path, score, method="houlsby", size=256, lr=lr, trainable=4_000_000)
-    runs = records_frame(tmp_path)
-    sizes = hr.size_table(runs).set_index("label")["mean"]
+        run(score, method="houlsby", size=256, lr=lr, trainable=4_000_000)
+    runs = labelled(tmp_path)
+    sizes = ht.size_table(runs).set_index("label")["mean"]
     assert sizes.to_dict() == {"houlsby-64": 70.0, "houlsby-256": 58.0}
-    trade = hr.tradeoff_frame(runs)
+    trade = hc.tradeoff_frame(runs)
     assert sorted(zip(trade["label"], trade["config.learning_rate"])) == [("houlsby-256", 1e-2), ("houlsby-64", 1e-3)]
 
 
 def test_table1_reports_seeds_at_the_chosen_rate_and_the_best_size(runs):
-    table = hr.table1(runs).set_index(["source", "method"])
+    table = ht.table1(runs).set_index(["source", "method"])
     ours = "ours (minilm-l6, dev)"
     assert table.loc[(ours, "full"), "rte"] == "65.0 ± 1.0 (3)"
     assert table.loc[(ours, "houlsby-64"), "rte"] == "62.3 ± 0.6 (3)"
@@ -78,18 +73,18 @@ def test_table1_reports_seeds_at_the_chosen_rate_and_the_best_size(runs):
     assert table.loc[(ours, "houlsby-best"), "trained/task"] == f"{100 * 200_000 / BACKBONE:.2f}%"
 
 
-def test_the_best_size_is_chosen_on_seed_0_like_the_rates(runs, tmp_path):
+def test_the_best_size_is_chosen_on_seed_0_like_the_rates(runs, tmp_path, run):
     """Size 8 has 66/67/68 over seeds; size 256, seed 0 only, 66.5: it wins on the selection seed."""
-    _run(tmp_path, 66.5, method="houlsby", size=256, lr=1e-3, trainable=800_000)  # beside the fixture's records
-    runs = records_frame(tmp_path)
-    assert hr.best_sizes(runs) == {"rte": "houlsby-256"}
-    table = hr.table1(runs).set_index(["source", "method"])
+    run(66.5, method="houlsby", size=256, lr=1e-3, trainable=800_000)  # beside the fixture's records
+    runs = labelled(tmp_path)
+    assert ht.best_sizes(runs) == {"rte": "houlsby-256"}
+    table = ht.table1(runs).set_index(["source", "method"])
     assert table.loc[("ours (minilm-l6, dev)", "houlsby-best"), "rte"] == "66.5 ± 0.0 (1) [256]"
 
 
 def test_table2_published_rows_agree_with_the_papers_printed_averages():
     """A mistyped cell (off by 2 points or more) would move its column's mean off the average the paper prints."""
-    table = hr.table2_published().set_index("task")
+    table = ht.table2_published().set_index("task")
     tasks = table.drop(index=["average", "total params", "trained/task"])
     assert len(tasks) == 17 and set(tasks["ours"]) == {"not run offline"}
     for method in ("no-bert-baseline", "full", "top_k-best", "houlsby-best"):
@@ -98,7 +93,7 @@ def test_table2_published_rows_agree_with_the_papers_printed_averages():
 
 
 def test_verdicts_follow_the_numbers(runs):
-    verdicts = hr.claims(runs, []).set_index("claim")["verdict"]
+    verdicts = hc.claims(runs).set_index("claim")["verdict"]
     assert verdicts.iloc[0] == "holds"  # best adapter size (67.0) is above full fine-tuning (65.0)
     assert (verdicts == "not run yet").sum() == 4  # no top-k, ablation, init-scale or size-256 runs here
 
@@ -114,13 +109,11 @@ def test_ablation_matrix_is_first_by_last():
             {"first": 1, "last": 1, "accuracy": 66.0},
         ],
     }
-    matrix = hr.ablation_matrix(record)
+    matrix = hc.ablation_matrix(record)
     assert matrix.loc[0, 1] == 55.0 and matrix.loc[1, 1] == 66.0 and pd.isna(matrix.loc[1, 0])
 
 
 def test_a_layer_ablation_run_records_every_span_and_the_majority_class(data_dir):
-    from adaptstudy.training.finetune import finetune
-
     record = finetune(
         FinetuneConfig(
             task="rte",
@@ -140,37 +133,57 @@ def test_a_layer_ablation_run_records_every_span_and_the_majority_class(data_dir
         round(100 * 146 / 277, 2),
         round(100 * 131 / 277, 2),
     }  # RTE dev classes
-    assert hr.ablation_matrix(record).shape == (6, 6)
+    assert hc.ablation_matrix(record).shape == (6, 6)
 
 
-def test_init_scale_is_judged_per_task(tmp_path):
+def test_init_scale_is_judged_per_task(tmp_path, run):
     for std, score in ((1e-6, 80.0), (1e-4, 80.5), (1e-2, 81.0), (1.0, 60.0)):
-        _run(tmp_path, score, method="houlsby", size=64, lr=1e-3, adapter_init_std=std, task="rte")
+        run(score, method="houlsby", size=64, lr=1e-3, adapter_init_std=std, task="rte")
     for std, score in ((1e-6, 10.0), (1e-4, 30.0), (1e-2, 20.0), (1.0, 25.0)):
-        _run(tmp_path, score, method="houlsby", size=64, lr=1e-3, adapter_init_std=std, task="mrpc")
-    verdicts = hr.claims(records_frame(tmp_path), []).set_index("claim")
+        run(score, method="houlsby", size=64, lr=1e-3, adapter_init_std=std, task="mrpc")
+    verdicts = hc.claims(labelled(tmp_path)).set_index("claim")
     init = verdicts.loc["Performance is stable for init std up to 1e-2 and degrades above"]
     assert init["verdict"] == "partly" and "rte: spread up to 1e-2 1.0 points" in init["ours"]
 
 
-def test_size_means_average_over_tasks_that_have_every_size(tmp_path):
+def test_size_means_average_over_tasks_that_have_every_size(tmp_path, run):
     for task, scores in (("rte", (60.0, 62.0, 58.0)), ("mrpc", (80.0, 82.0, 84.0))):
         for size, score in zip((8, 64, 256), scores):
-            _run(tmp_path, score, task=task, method="houlsby", size=size, lr=1e-3, trainable=1_000)
-    _run(tmp_path, 99.0, task="cola", method="houlsby", size=64, lr=1e-3)  # CoLA has one size only: left out
-    means = hr.size_means(records_frame(tmp_path)).set_index("adapter size")
+            run(score, task=task, method="houlsby", size=size, lr=1e-3, trainable=1_000)
+    run(99.0, task="cola", method="houlsby", size=64, lr=1e-3)  # CoLA has one size only: left out
+    means = ht.size_means(labelled(tmp_path)).set_index("adapter size")
     assert means["ours: mean over tasks (seed 0)"].to_dict() == {8: 70.0, 64: 72.0, 256: 71.0}
     assert means.loc[8, "published: mean validation accuracy (BERT-large, GLUE)"] == 86.2
 
 
-def test_runs_at_a_constant_prediction_level_are_listed(tmp_path, data_dir):
-    _run(tmp_path, 100 * 146 / 277, lr=5e-5)  # RTE dev: always "not_entailment" scores 52.7
-    _run(tmp_path, 66.0, lr=5e-5, seed=1)
-    flagged = hr.no_signal(records_frame(tmp_path), data_dir)
+def test_runs_at_a_constant_prediction_level_are_listed(tmp_path, data_dir, run):
+    run(100 * 146 / 277, lr=5e-5)  # RTE dev: always "not_entailment" scores 52.7
+    run(66.0, lr=5e-5, seed=1)
+    flagged = ht.no_signal(labelled(tmp_path), data_dir)
     assert flagged[["task", "seed"]].values.tolist() == [["rte", 0]]
 
 
 def test_seed_scores_show_each_table1_cell_per_seed(runs):
-    table = hr.seed_scores(runs).set_index("label")
+    table = ht.seed_scores(runs).set_index("label")
     assert list(table.index) == ["full", "houlsby-64", "houlsby-8"]  # size 8 is rte's best size
     assert table.loc["full", ["seed 0", "seed 1", "seed 2"]].tolist() == [64.0, 66.0, 65.0]
+
+
+def test_the_layer_ablation_claims_read_the_ablation_run_among_the_others(runs, tmp_path, fake_record):
+    """The ablation's scores per span removed are nested in its record; the run itself is no Table 1 cell."""
+    config = FinetuneConfig(task="rte", method="houlsby", adapter_size=64, learning_rate=1e-3, layer_ablation=True)
+    spans = {(0, 0): 69.0, (0, 1): 52.0, (1, 1): 66.0}  # two layers: each alone, then both
+    ablation = [{"first": first, "last": last, "accuracy": v} for (first, last), v in spans.items()]
+    fake_record(config, 70.0, layer_ablation=ablation, majority_class_score=52.7)
+    runs = labelled(tmp_path)
+    assert [r["layer_ablation"] for r in hc.ablation_records(runs)] == [ablation]
+    assert ht.table1(runs).equals(ht.table1(runs[~runs["config.layer_ablation"]]))
+    claims = hc.claims(runs).set_index("claim")
+    assert claims.loc["Removing one layer's adapters costs little (at most 2 points in the paper)"].tolist() == [
+        "largest single-layer drop: 4.0 points",
+        "does not hold",
+    ]
+    assert claims.loc["Removing every adapter falls to the majority-class level", "ours"] == (
+        "rte: 52.0 (majority class 52.7)"
+    )
+    assert claims.loc["Lower layers' adapters matter less than upper layers'", "verdict"] == "holds"

@@ -10,6 +10,7 @@ from adaptstudy.data.splits import selection_splits
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.training.multitask import build_multitask_model, train_multitask
+from adaptstudy.training.runner import run
 
 
 def test_small_tasks_split_validation_in_half_large_ones_hold_out_training_examples(data_dir):
@@ -66,6 +67,7 @@ def test_bad_settings_name_the_value_and_the_valid_ones():
         validate(MultiTaskConfig, {"tasks": ["rte", "rte"]})
 
 
+@pytest.mark.slow
 def test_a_hyperformer_run_records_each_tasks_test_score_at_the_best_validation_epoch(data_dir, tmp_path):
     config = MultiTaskConfig(
         tasks=("rte", "stsb"),
@@ -91,6 +93,7 @@ def test_a_hyperformer_run_records_each_tasks_test_score_at_the_best_validation_
     assert record["sampling_probabilities"] == {"rte": 0.5, "stsb": 0.5}
 
 
+@pytest.mark.slow
 def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     tiny = {"max_eval_examples": 16, "max_seq_length": 48, "batch_size": 8, "num_train_epochs": 1}
@@ -103,7 +106,7 @@ def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, t
         results_dir=str(tmp_path / "results"),
         **{**tiny, "num_train_epochs": 3, "eval_every_epochs": 2},
     )
-    record = train_multitask(config)  # trains and saves the source first
+    record = run(config)  # trains and saves the source first
     assert [p.name for p in (tmp_path / "results_sources").glob("*.json")] == [
         f"{MultiTaskConfig(**source).run_id}.json"
     ]

@@ -1,5 +1,6 @@
 """The notebooks, run headless by papermill on smoke parameters, as a user would run them."""
 
+import ast
 import json
 from pathlib import Path
 
@@ -7,9 +8,16 @@ import nbformat
 import papermill as pm
 import pytest
 import yaml
+from pydantic_core import PydanticUndefined
 
+from adaptstudy.launch import sweep
+from adaptstudy.reporting import dsp as dr
+from adaptstudy.reporting.common import load_runs
+from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.records import REQUIRED_FIELDS
+from adaptstudy.runs.notebook_params import AnalysisParams, BenchmarkParams, DataPrepParams, SweepParams
+from adaptstudy.runs.pretrain_config import PretrainConfig
+from adaptstudy.runs.records import REQUIRED_FIELDS, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -31,6 +39,172 @@ def test_committed_notebooks_have_no_outputs_and_one_parameters_cell(path):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(not c.outputs and c.execution_count is None for c in code)
     assert sum("parameters" in c.metadata.get("tags", []) for c in nb.cells) == 1
+
+
+# The model each notebook validates its parameters against: every setting of it can be given to the notebook.
+MODELS = {
+    "01_data_prep.ipynb": DataPrepParams,
+    "02_dapt.ipynb": PretrainConfig,
+    "03_tapt.ipynb": PretrainConfig,
+    "04_finetune.ipynb": FinetuneConfig,
+    "05_sweep.ipynb": SweepParams,
+    "06_analysis.ipynb": AnalysisParams,
+    "06_analysis_across.ipynb": AnalysisParams,
+    "06_analysis_dsp.ipynb": AnalysisParams,
+    "06_analysis_efficiency.ipynb": BenchmarkParams,
+    "06_analysis_houlsby.ipynb": AnalysisParams,
+    "06_analysis_peft.ipynb": AnalysisParams,
+}
+
+# A valid value for each setting, away from its default where that is possible, with what it needs beside it
+# (as papermill would inject them: plain literals). A setting missing here is given its default.
+SETTINGS = {
+    FinetuneConfig: {
+        "task": {"task": "mrpc"},
+        "method": {"method": "lora"},
+        "backbone": {"backbone": "minilm-l3"},
+        "seed": {"seed": 1},
+        "learning_rate": {"learning_rate": 1e-3},
+        "num_train_epochs": {"num_train_epochs": 2.0},
+        "max_steps": {"max_steps": 10},
+        "max_train_examples": {"max_train_examples": 64},
+        "max_seq_length": {"max_seq_length": 64},
+        "batch_size": {"batch_size": 8},
+        "adapter_size": {"adapter_size": 16},
+        "data_dir": {"data_dir": "/elsewhere/data"},
+        "results_dir": {"results_dir": "/elsewhere/results"},
+        "data_seed": {"data_seed": 1},
+        "warmup_ratio": {"warmup_ratio": 0.06},
+        "weight_decay": {"weight_decay": 0.01},
+        "adam_beta2": {"adam_beta2": 0.98},
+        "adam_epsilon": {"adam_epsilon": 1e-6},
+        "eval_batch_size": {"eval_batch_size": 64},
+        "precision": {"precision": "fp32"},
+        "train_fraction": {"train_fraction": 0.5},
+        "checkpoint_every_s": {"checkpoint_every_s": 0.0},
+        "top_k_layers": {"method": "top_k", "top_k_layers": 2},
+        "adapter_init_std": {"adapter_init_std": 1e-3},
+        "layer_ablation": {"layer_ablation": True},
+        "init_from": {"init_from": {"corpus": "news", "mode": "full"}},
+        "adapter_use": {"init_from": {"corpus": "news", "mode": "seq_bn"}, "adapter_use": "stack"},
+        "resplit_train_share": {"resplit_train_share": 0.8},
+        "max_eval_examples": {"max_eval_examples": 64},
+        "adapter_variant": {"adapter_variant": "parallel"},
+        "fusion_sources": {
+            "method": "fusion",
+            "fusion_sources": ["rte", "mrpc"],
+            "source_settings": {"method": "pfeiffer"},
+        },
+        "source_settings": {
+            "method": "fusion",
+            "fusion_sources": ["rte", "mrpc"],
+            "source_settings": {"method": "houlsby", "adapter_size": 8},
+        },
+    },
+    PretrainConfig: {
+        "corpus": {"corpus": "news"},
+        "mode": {"mode": "head"},
+        "backbone": {"backbone": "minilm-l3"},
+        "init_from": {"init_from": {"corpus": "general", "mode": "head"}},
+        "exclude_eval_of": {"exclude_eval_of": ["imdb", "helpfulness"]},
+        "adapter_size": {"mode": "seq_bn", "adapter_size": 16},
+        "mlm_probability": {"mlm_probability": 0.2},
+        "max_steps": {"max_steps": 5},
+        "num_train_epochs": {"num_train_epochs": 2.0},
+        "corpus_fraction": {"corpus_fraction": 0.5},
+        "held_out_fraction": {"held_out_fraction": 0.1},
+        "max_seq_length": {"max_seq_length": 64},
+        "batch_size": {"batch_size": 8},
+        "learning_rate": {"learning_rate": 5e-5},
+        "warmup_ratio": {"warmup_ratio": 0.1},
+        "weight_decay": {"weight_decay": 0.0},
+        "adam_beta2": {"adam_beta2": 0.999},
+        "adam_epsilon": {"adam_epsilon": 1e-8},
+        "seed": {"seed": 1},
+        "precision": {"precision": "fp32"},
+        "data_dir": {"data_dir": "/elsewhere/data"},
+        "results_dir": {"results_dir": "/elsewhere/results"},
+        "output_dir": {"output_dir": "/elsewhere/artifact"},
+        "checkpoint_every_s": {"checkpoint_every_s": 0.0},
+    },
+    DataPrepParams: {
+        "task": {"task": "mrpc"},
+        "backbone": {"backbone": "minilm-l3"},
+        "max_seq_length": {"max_seq_length": 64},
+        "data_dir": {"data_dir": "/elsewhere/data"},
+    },
+    SweepParams: {
+        "sweep": {"sweep": "params/smoke/dsp.yaml"},
+        "results_dir": {"results_dir": "/elsewhere/results"},
+        "data_dir": {"data_dir": "/elsewhere/data"},
+        "dry_run": {"dry_run": True},
+    },
+    AnalysisParams: {"results_dir": {"results_dir": "/elsewhere/results"}},
+    BenchmarkParams: {"benchmark_json": {"benchmark_json": "/elsewhere/throughput.json"}},
+}
+
+# A misspelt setting per model, and the setting it should be taken for.
+TYPOS = {
+    FinetuneConfig: ("lerning_rate", "learning_rate"),
+    PretrainConfig: ("lerning_rate", "learning_rate"),
+    DataPrepParams: ("max_seq_lenght", "max_seq_length"),
+    SweepParams: ("dryrun", "dry_run"),
+    AnalysisParams: ("results_dri", "results_dir"),
+    BenchmarkParams: ("benchmark_jsn", "benchmark_json"),
+}
+
+
+def check_parameters(name: str, **injected):
+    """What papermill does, without a kernel: the cells up to the parameters cell, the injected values, then the
+    validation cell up to its `parameters()` call; returns what that call returned."""
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    at = next(i for i, c in enumerate(code) if "parameters" in c.metadata.get("tags", []))
+    namespace: dict = {}
+    for cell in code[: at + 1]:
+        exec(compile(cell.source, name, "exec"), namespace)
+    namespace.update(injected)
+    body = ast.parse(code[at + 1].source).body
+    call = next(i for i, s in enumerate(body) if isinstance(s, ast.Assign) and ".parameters(" in ast.unparse(s))
+    exec(compile(ast.Module(body[: call + 1], type_ignores=[]), name, "exec"), namespace)
+    return namespace[body[call].targets[0].id]
+
+
+def test_every_notebook_has_a_parameters_model():
+    assert set(MODELS) == {p.name for p in NOTEBOOKS}
+    assert all(set(SETTINGS[model]) <= set(model.model_fields) for model in SETTINGS)
+
+
+def _settings(name: str, field: str) -> dict:
+    model = MODELS[name]
+    if field in SETTINGS[model]:
+        return SETTINGS[model][field]
+    default = model.model_fields[field].default
+    assert default is not PydanticUndefined, f"{model.__name__}.{field} has no default: add a value to SETTINGS"
+    return {field: default}
+
+
+@pytest.mark.parametrize(
+    "name, field",
+    [(name, field) for name, model in MODELS.items() for field in model.model_fields],
+    ids=lambda v: v.removesuffix(".ipynb"),
+)
+def test_every_setting_of_the_model_can_be_given_to_the_notebook(name, field):
+    settings = _settings(name, field)
+    config = check_parameters(name, **settings)
+    assert isinstance(config, MODELS[name])
+    given = config.model_dump(mode="json")
+    if name == "03_tapt.ipynb" and field == "corpus":
+        assert given["corpus"] == "task:acl-arc"  # TAPT's corpus is its task's training texts: set from `task`
+    else:
+        assert {k: given[k] for k in settings} == settings
+
+
+@pytest.mark.parametrize("name", MODELS, ids=lambda v: v.removesuffix(".ipynb"))
+def test_an_unknown_setting_fails_with_a_did_you_mean(name):
+    typo, meant = TYPOS[MODELS[name]]
+    with pytest.raises(ConfigError, match=rf"unknown notebook parameter '{typo}' \(did you mean '{meant}'\?\)"):
+        check_parameters(name, **{typo: 1})
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +238,45 @@ def test_finetune_notebook_shows_the_result(smoke_run):
     assert "train examples/s" in shown and "dev accuracy" in shown
 
 
+def test_finetune_notebook_takes_settings_its_parameters_cell_does_not_declare(tmp_path):
+    extra = {"max_eval_examples": 64, "precision": "fp32", "data_seed": 1}
+    results = tmp_path / "r"
+    run("04_finetune.ipynb", tmp_path / "04.ipynb", **smoke("finetune.yaml"), **extra, results_dir=str(results))
+    (record,) = [json.loads(p.read_text()) for p in results.glob("*.json")]
+    assert record["status"] == "ok" and {k: record["config"][k] for k in extra} == extra
+    assert record["eval_examples"] == 64
+
+
+def test_parameters_and_validation_cells_rerun_in_a_live_kernel(tmp_path):
+    """In Jupyter the validation cell is re-run after later cells assigned names (`params`, `plan`), and the
+    parameters cell is re-run to change a value: neither is an unknown parameter."""
+    from nbclient import NotebookClient
+    from papermill.iorw import load_notebook_node
+    from papermill.parameterize import parameterize_notebook
+
+    nb = load_notebook_node(str(ROOT / "notebooks" / "05_sweep.ipynb"))
+    nb = parameterize_notebook(
+        nb, {"sweep": "params/smoke/sweep.yaml", "results_dir": str(tmp_path / "s"), "dry_run": True}
+    )
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    check = at + 2  # after the cell papermill injected
+    assert "injected-parameters" in nb.cells[at + 1].metadata.tags and ".parameters(" in nb.cells[check].source
+    client = NotebookClient(nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(ROOT)}})
+    with client.setup_kernel():
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type == "code":
+                client.execute_cell(cell, i)  # raises on an error in the cell
+        client.execute_cell(nb.cells[check], check)
+        assert "study smoke_sweep: 4 cells" in _outputs(nb.cells[check])
+        for i in (at, check):
+            client.execute_cell(nb.cells[i], i)
+    assert not (tmp_path / "s").exists()
+
+
+def _outputs(cell) -> str:
+    return "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in cell.outputs)
+
+
 @pytest.mark.parametrize(
     "parameters, message",
     [
@@ -93,6 +306,7 @@ def test_analysis_notebook_renders_records_beside_published(smoke_run, tmp_path)
     assert "70.1" in html and "89.3" in html  # Houlsby et al.'s published numbers
 
 
+@pytest.mark.slow
 def test_sweep_notebook_runs_a_grid_then_skips_it_and_lists_it_dry(tmp_path):
     results = tmp_path / "s"
     first = run("05_sweep.ipynb", tmp_path / "a.ipynb", sweep="params/smoke/sweep.yaml", results_dir=str(results))
@@ -127,9 +341,8 @@ def test_houlsby_chapter_renders_published_rows_with_and_without_records(smoke_r
         assert "60.5" in html and "not run offline" in html  # CoLA full fine-tuning, published; QQP here
 
 
+@pytest.mark.slow
 def test_peft_chapter_renders_ours_beside_the_report_from_a_smoke_sweep(tmp_path):
-    from adaptstudy.launch import sweep
-
     results = tmp_path / "peft"
     done = sweep.run(sweep.plan(ROOT / "params/smoke/peft_imdb.yaml", results))
     assert done.counts()["ok"] == 4
@@ -143,6 +356,7 @@ def test_peft_chapter_renders_ours_beside_the_report_from_a_smoke_sweep(tmp_path
     assert html.count("(1)") >= 4  # ours: full and bitfit, one seed, on both backbones (90%/10%)
 
 
+@pytest.mark.slow
 def test_dapt_then_tapt_then_finetune_chain_through_the_notebooks(tmp_path, monkeypatch):
     """DAPT+TAPT as a user chains it: each notebook's artifact is the next one's init_from."""
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
@@ -188,11 +402,8 @@ def test_dsp_chapter_renders_the_papers_table_without_records(tmp_path):
     assert "84.4 (0.4)" in html and "not run offline" in html  # ChemProt DAPT+TAPT, published; RCT here
 
 
+@pytest.mark.slow
 def test_dsp_smoke_grid_runs_each_pretraining_once_and_the_chapter_reads_every_condition(tmp_path, monkeypatch):
-    from adaptstudy.launch import sweep
-    from adaptstudy.reporting import dsp as dr
-    from adaptstudy.runs.records import read_records, records_frame
-
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     results = tmp_path / "dsp"
     done = sweep.run(sweep.plan(ROOT / "params/smoke/dsp.yaml", results))
@@ -202,7 +413,7 @@ def test_dsp_smoke_grid_runs_each_pretraining_once_and_the_chapter_reads_every_c
         ["mlm:general", "mlm:reviews", "mlm:news", "mlm:task:helpfulness", "mlm:task:helpfulness", "mlm:reviews"]
     )
     assert all(r["excluded_eval_documents"] > 0 for r in pretraining if r["task"] == "mlm:reviews")
-    runs = dr.label_runs(records_frame(results), read_records(results))
+    runs = dr.label_runs(load_runs(results))
     assert set(runs["condition"]) == {"baseline", "dapt", "not-dapt", "tapt", "dapt+tapt"}
     assert set(runs["adaptation"]) == {
         "full model",

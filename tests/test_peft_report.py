@@ -2,9 +2,11 @@
 
 import pytest
 
-from adaptstudy.reporting import peft as pr
+from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.peft import claims as pc
+from adaptstudy.reporting.peft import figures as pf
+from adaptstudy.reporting.peft import tables as pt
 from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.records import base_record, write_record
 
 BACKBONE = 22_713_216
 TRAINABLE = {
@@ -17,95 +19,78 @@ TRAINABLE = {
 }
 
 
-def _run(
-    folder,
-    score,
-    method="full",
-    backbone="minilm-l6",
-    share=0.9,
-    seed=0,
-    lr=5e-5,
-    fraction=1.0,
-    first=None,
-    epoch_s=10.0,
-    steps=None,
-):
-    cap = 1200 if share == 0.9 else 400
-    config = FinetuneConfig(
-        task="imdb",
-        method=method,
-        backbone=backbone,
-        seed=seed,
-        learning_rate=lr,
-        resplit_train_share=share,
-        max_train_examples=cap,
-        train_fraction=fraction,
-        num_train_epochs=2,
-        max_steps=steps,
-    )
-    record = base_record(config)
-    history = [
-        {"epoch": 1.0, "train_loss": 0.6, "accuracy": score if first is None else first, "train_epoch_s": epoch_s},
-        {"epoch": 2.0, "train_loss": 0.4, "accuracy": score, "train_epoch_s": epoch_s},
-    ]
-    record.update(
-        status="ok",
-        metrics={"accuracy": score},
-        main_metric="accuracy",
-        main_metric_value=score,
-        trainable_params=TRAINABLE[method],
-        total_params=BACKBONE + 1000,
-        backbone_params=BACKBONE,
-        train_runtime_s=2 * epoch_s,
-        train_examples_per_s=1.0,
-        peak_rss_mb=1.0,
-        train_examples=round(cap * fraction),
-        finished_at="2026-11-23T00:00:00+00:00",
-        device="cpu",
-        history=history,
-    )
-    write_record(record, folder)
+@pytest.fixture
+def run(fake_record):
+    """Writes an IMDb run: its validation accuracy, setting (`share`), training cap fraction and a two-epoch history
+    (`first`: the accuracy after epoch 1, `epoch_s`: seconds per epoch)."""
+
+    def write(score, method="full", share=0.9, seed=0, lr=5e-5, fraction=1.0, first=None, epoch_s=10.0, steps=None):
+        cap = 1200 if share == 0.9 else 400
+        config = FinetuneConfig(
+            task="imdb",
+            method=method,
+            seed=seed,
+            learning_rate=lr,
+            resplit_train_share=share,
+            max_train_examples=cap,
+            train_fraction=fraction,
+            num_train_epochs=2,
+            max_steps=steps,
+        )
+        history = [
+            {"epoch": 1.0, "train_loss": 0.6, "accuracy": score if first is None else first, "train_epoch_s": epoch_s},
+            {"epoch": 2.0, "train_loss": 0.4, "accuracy": score, "train_epoch_s": epoch_s},
+        ]
+        return fake_record(
+            config,
+            score,
+            trainable_params=TRAINABLE[method],
+            total_params=BACKBONE + 1000,
+            backbone_params=BACKBONE,
+            train_runtime_s=2 * epoch_s,
+            train_examples=round(cap * fraction),
+            history=history,
+        )
+
+    return write
 
 
 @pytest.fixture
-def chapter(tmp_path):
+def runs(tmp_path, run):
     # Stage 1: rates on seed 0, 90%/10%.
-    _run(tmp_path, 80.0, lr=2e-5, first=70.0)
-    _run(tmp_path, 85.0, lr=5e-5, first=70.0)
-    _run(tmp_path, 70.0, method="bitfit", lr=1e-3, epoch_s=4.0)
-    _run(tmp_path, 78.0, method="bitfit", lr=3e-3, epoch_s=4.0)
-    _run(tmp_path, 60.0, method="prompt_tuning", lr=3e-2, epoch_s=9.0)
-    _run(tmp_path, 76.0, method="lora", lr=1e-3, epoch_s=5.0)
-    _run(tmp_path, 81.0, method="encoder_only", lr=5e-5, first=55.0, epoch_s=8.0)
+    run(80.0, lr=2e-5, first=70.0)
+    run(85.0, lr=5e-5, first=70.0)
+    run(70.0, method="bitfit", lr=1e-3, epoch_s=4.0)
+    run(78.0, method="bitfit", lr=3e-3, epoch_s=4.0)
+    run(60.0, method="prompt_tuning", lr=3e-2, epoch_s=9.0)
+    run(76.0, method="lora", lr=1e-3, epoch_s=5.0)
+    run(81.0, method="encoder_only", lr=5e-5, first=55.0, epoch_s=8.0)
     # Other seeds and the 30%/70% setting at the chosen rates (and one run at a rate not chosen: left out).
-    _run(tmp_path, 83.0, seed=1, lr=5e-5)
-    _run(tmp_path, 10.0, seed=1, lr=2e-5)
-    _run(tmp_path, 82.0, share=0.3, lr=5e-5)
-    _run(tmp_path, 71.0, method="bitfit", share=0.3, lr=3e-3, epoch_s=2.0)
-    _run(tmp_path, 59.0, method="prompt_tuning", share=0.3, lr=3e-2, epoch_s=3.0)
+    run(83.0, seed=1, lr=5e-5)
+    run(10.0, seed=1, lr=2e-5)
+    run(82.0, share=0.3, lr=5e-5)
+    run(71.0, method="bitfit", share=0.3, lr=3e-3, epoch_s=2.0)
+    run(59.0, method="prompt_tuning", share=0.3, lr=3e-2, epoch_s=3.0)
     # Learning curve for full fine-tuning.
-    _run(tmp_path, 65.0, fraction=0.1, lr=5e-5)
-    _run(tmp_path, 75.0, fraction=0.3, lr=5e-5)
-    _run(tmp_path, 72.0, fraction=0.1, lr=5e-5, steps=76)  # as many updates as the full cap's 2 epochs of 38 batches
-    return pr.chapter_runs(tmp_path)
+    run(65.0, fraction=0.1, lr=5e-5)
+    run(75.0, fraction=0.3, lr=5e-5)
+    run(72.0, fraction=0.1, lr=5e-5, steps=76)  # as many updates as the full cap's 2 epochs of 38 batches
+    return pt.label_runs(load_runs(tmp_path))
 
 
-def test_rates_are_chosen_per_backbone_and_method_on_seed_0(chapter):
-    runs, _ = chapter
-    chosen = pr.chosen_learning_rates(runs).set_index("method")["learning_rate"].to_dict()
+def test_rates_are_chosen_per_backbone_and_method_on_seed_0(runs):
+    chosen = pt.chosen_learning_rates(runs).set_index("method")["learning_rate"].to_dict()
     assert chosen == {"full": 5e-5, "bitfit": 3e-3, "prompt_tuning": 3e-2, "lora": 1e-3, "encoder_only": 5e-5}
 
 
-def test_the_note_names_methods_whose_best_rate_is_at_the_grid_edge(chapter):
-    runs, _ = chapter
-    note = pr.rate_edge_note(runs)
+def test_the_note_names_methods_whose_best_rate_is_at_the_grid_edge(runs):
+    note = pt.rate_edge_note(runs)
     assert "the largest rate tried won for bitfit, full:" in note  # lora, prompt tuning: one rate each, no edge
     assert "smallest" not in note and "lora" not in note
 
 
-def test_report_table_puts_ours_beside_the_published_rows(chapter):
-    runs, _ = chapter
-    table = pr.report_table(runs).set_index(["source", "setting"])
+def test_report_table_puts_ours_beside_the_published_rows(runs):
+    table = pt.report_table(runs).set_index(["source", "setting"])
     assert table.loc[("ours (minilm-l6)", "90%/10%"), "full"] == "84.0 ± 1.4 (2)"
     assert table.loc[("ours (minilm-l6)", "30%/70%"), "bitfit"] == "71.0 ± 0.0 (1)"
     assert table.loc[("ours (minilm-l6)", "30%/70%"), "embeddings_only"] == "–"
@@ -113,18 +98,16 @@ def test_report_table_puts_ours_beside_the_published_rows(chapter):
     assert table.loc[("published (TinyBERT)", "30%/70%"), "bitfit"] == "65"
 
 
-def test_epoch_history_and_costs_come_from_the_records(chapter):
-    runs, records = chapter
-    frame = pr.epoch_frame(records, runs)
+def test_epoch_history_and_costs_come_from_the_records(runs):
+    frame = pf.epoch_frame(runs)
     assert set(frame["method"]) == {"full", "bitfit", "prompt_tuning", "lora", "encoder_only"}
     assert len(frame[(frame["method"] == "full") & (frame["setting"] == "90%/10%")]) == 2  # seed 0 only, two epochs
-    table = pr.method_table(runs).set_index(["setting", "method"])
+    table = pt.method_table(runs).set_index(["setting", "method"])
     assert table.loc[("90%/10%", "bitfit"), "epoch_s"] == 4.0
 
 
-def test_learning_curve_has_the_fractions_of_the_cap(chapter):
-    runs, _ = chapter
-    curve = pr.learning_curve(runs).set_index("schedule")
+def test_learning_curve_has_the_fractions_of_the_cap(runs):
+    curve = pf.learning_curve(runs).set_index("schedule")
     by_epochs, by_updates = curve.loc["2 epochs at every size"], curve.loc["76 updates at every size"]
     assert by_epochs["train_examples"].tolist() == [120, 360, 1200] and by_epochs["accuracy"].tolist() == [
         65.0,
@@ -134,9 +117,8 @@ def test_learning_curve_has_the_fractions_of_the_cap(chapter):
     assert by_updates["train_examples"].tolist() == [120, 1200] and by_updates["accuracy"].tolist() == [72.0, 84.0]
 
 
-def test_verdicts_follow_the_numbers(chapter):
-    runs, _ = chapter
-    verdicts = pr.claims(runs).set_index("claim")["verdict"]
+def test_verdicts_follow_the_numbers(runs):
+    verdicts = pc.claims(runs).set_index("claim")["verdict"]
     assert verdicts.iloc[0] == "holds"  # full is the most accurate in both settings
     assert (
         verdicts.iloc[1] == "holds"
@@ -145,9 +127,9 @@ def test_verdicts_follow_the_numbers(chapter):
     assert verdicts.iloc[3] == "holds"  # encoder-only trails full by 15 after epoch 1 and by 4 at the end
 
 
-def test_seconds_are_the_median_over_seeds_so_one_slowed_run_does_not_move_them(tmp_path):
+def test_seconds_are_the_median_over_seeds_so_one_slowed_run_does_not_move_them(tmp_path, run):
     for seed, seconds in ((0, 10.0), (1, 11.0), (2, 50.0)):  # seed 2 shared the machine with other work
-        _run(tmp_path, 80.0, seed=seed, epoch_s=seconds)
-    runs, _ = pr.chapter_runs(tmp_path)
-    row = pr.method_table(runs).iloc[0]
+        run(80.0, seed=seed, epoch_s=seconds)
+    runs = pt.label_runs(load_runs(tmp_path))
+    row = pt.method_table(runs).iloc[0]
     assert (row["epoch_s"], row["train_s"], row["seeds"]) == (11.0, 22.0, 3)

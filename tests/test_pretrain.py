@@ -6,9 +6,15 @@ import pytest
 import torch
 from transformers import DataCollatorForLanguageModeling
 
+from adaptstudy.data import resolve_task
 from adaptstudy.data.encoding import pack_texts
 from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.models.mlm import load_mlm
+from adaptstudy.runs.base import ConfigError, validate
+from adaptstudy.runs.finetune_config import FinetuneConfig, initial_weights
+from adaptstudy.runs.pretrain_config import PretrainConfig
+from adaptstudy.training.pretrain import build_pretraining_model, pretrain
+from adaptstudy.training.starting_point import build_model
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +50,8 @@ def test_masked_only_logits_give_the_same_loss_as_logits_everywhere(reviews):
 TINY_MLM = {"corpus_fraction": 0.01, "held_out_fraction": 0.01, "batch_size": 8, "max_seq_length": 64}
 
 
+@pytest.mark.slow
 def test_head_warmup_trains_only_the_head_and_learns(tmp_path, data_dir, monkeypatch):
-    from adaptstudy.runs.pretrain_config import PretrainConfig
-    from adaptstudy.training.pretrain import build_pretraining_model, pretrain
-
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     model = build_pretraining_model(PretrainConfig(corpus="general", mode="head"))
     trained = {n for n, p in model.named_parameters() if p.requires_grad}
@@ -65,12 +69,6 @@ def test_head_warmup_trains_only_the_head_and_learns(tmp_path, data_dir, monkeyp
 
 
 def test_finetuning_starts_from_a_full_artifact_and_names_it_by_run(tmp_path, data_dir, monkeypatch):
-    from adaptstudy.data import resolve_task
-    from adaptstudy.runs.finetune_config import FinetuneConfig
-    from adaptstudy.runs.pretrain_config import PretrainConfig
-    from adaptstudy.training.pretrain import pretrain
-    from adaptstudy.training.starting_point import build_model
-
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     record = pretrain(PretrainConfig(corpus="task:acl-arc", mode="full", max_steps=2, **TINY_MLM), write=False)
     config = FinetuneConfig(task="acl-arc", method="full", init_from=record["artifact"])
@@ -83,6 +81,7 @@ def test_finetuning_starts_from_a_full_artifact_and_names_it_by_run(tmp_path, da
         FinetuneConfig(task="acl-arc", method="full", init_from=str(tmp_path))
 
 
+@pytest.mark.slow
 def test_a_killed_pretraining_run_resumes_from_its_checkpoint(tmp_path, data_dir):
     import signal
     import subprocess
@@ -121,9 +120,6 @@ def test_a_killed_pretraining_run_resumes_from_its_checkpoint(tmp_path, data_dir
 
 @pytest.fixture(scope="module")
 def pretrained_adapter(tmp_path_factory, data_dir):
-    from adaptstudy.runs.pretrain_config import PretrainConfig
-    from adaptstudy.training.pretrain import pretrain
-
     with pytest.MonkeyPatch.context() as env:
         env.setenv("ADAPTSTUDY_CACHE", str(tmp_path_factory.mktemp("cache")))
         return pretrain(
@@ -143,10 +139,6 @@ def test_a_pretrained_adapter_is_continued_or_stacked_under_a_new_task_adapter(p
     import adapters
     from adapters.composition import Stack
     from transformers import AutoModelForMaskedLM
-
-    from adaptstudy.data import resolve_task
-    from adaptstudy.runs.finetune_config import FinetuneConfig
-    from adaptstudy.training.starting_point import build_model
 
     artifact = pretrained_adapter["artifact"]
     saved = AutoModelForMaskedLM.from_pretrained(resolve_backbone("minilm-l6"))
@@ -185,19 +177,12 @@ def test_a_pretrained_adapter_is_continued_or_stacked_under_a_new_task_adapter(p
     ],
 )
 def test_adapter_artifacts_need_a_matching_use(pretrained_adapter, settings, message):
-    from adaptstudy.runs.base import ConfigError, validate
-    from adaptstudy.runs.finetune_config import FinetuneConfig
-
     with pytest.raises(ConfigError, match=message):
         validate(FinetuneConfig, {"task": "acl-arc", "init_from": pretrained_adapter["artifact"], **settings})
 
 
 def test_init_from_may_name_a_pretraining_run_by_its_settings(tmp_path, data_dir, monkeypatch):
     """Grids chain runs by settings, not by machine-specific paths: the settings name the artifact in the cache."""
-    from adaptstudy.runs.finetune_config import FinetuneConfig, initial_weights
-    from adaptstudy.runs.pretrain_config import PretrainConfig
-    from adaptstudy.training.pretrain import pretrain
-
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     settings = {"corpus": "task:acl-arc", "mode": "full", "max_steps": 1, **TINY_MLM}
     config = FinetuneConfig(task="acl-arc", method="full", init_from=settings)  # valid before the pretraining has run

@@ -13,52 +13,38 @@ from adaptstudy.runs.records import read_records, records_frame, write_record
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _record(**kw):
-    record = results.base_record(FinetuneConfig(task="rte", method="houlsby"))
-    record.update(
-        status="ok",
-        metrics={"accuracy": 60.0},
-        main_metric="accuracy",
-        main_metric_value=60.0,
-        trainable_params=1,
-        total_params=10,
-        train_runtime_s=1.0,
-        train_examples_per_s=2.0,
-        peak_rss_mb=3.0,
-        finished_at="2026-01-01T00:00:00+00:00",
-        **kw,
-    )
-    return record
+def _record(fake_record, **fields):
+    return fake_record(FinetuneConfig(task="rte", method="houlsby"), folder=None, **fields)
 
 
-def test_record_is_written_whole_and_named_by_run_id(tmp_path):
-    record = _record()
+def test_record_is_written_whole_and_named_by_run_id(tmp_path, fake_record):
+    record = _record(fake_record)
     path = write_record(record, tmp_path)
     assert path.name == f"{record['run_id']}.json"
     assert json.loads(path.read_text())["metrics"] == {"accuracy": 60.0}
     assert os.listdir(tmp_path) == [path.name]
 
 
-def test_failed_write_leaves_no_partial_record(tmp_path, monkeypatch):
+def test_failed_write_leaves_no_partial_record(tmp_path, monkeypatch, fake_record):
     def broken_fsync(fd):
         raise OSError("disk full")
 
     monkeypatch.setattr(results.os, "fsync", broken_fsync)
     with pytest.raises(OSError, match="disk full"):
-        write_record(_record(), tmp_path)
+        write_record(_record(fake_record), tmp_path)
     assert os.listdir(tmp_path) == []
 
 
-def test_incomplete_record_is_refused(tmp_path):
-    record = _record()
+def test_incomplete_record_is_refused(tmp_path, fake_record):
+    record = _record(fake_record)
     del record["metrics"]
     with pytest.raises(ValueError, match=r"lacks \['metrics'\]"):
         write_record(record, tmp_path)
 
 
-def test_readers_skip_temporary_files_and_filter_status(tmp_path):
-    write_record(_record(), tmp_path)
-    failed = _record() | {"run_id": "f" * 16, "status": "failed"}
+def test_readers_skip_temporary_files_and_filter_status(tmp_path, fake_record):
+    write_record(_record(fake_record), tmp_path)
+    failed = _record(fake_record) | {"run_id": "f" * 16, "status": "failed"}
     write_record(failed, tmp_path)
     (tmp_path / ".tmp-abc.json").write_text('{"run_id": "half')
     assert [r["status"] for r in read_records(tmp_path)] == ["ok"]
@@ -67,8 +53,10 @@ def test_readers_skip_temporary_files_and_filter_status(tmp_path):
     assert frame.loc[0, "metric.accuracy"] == 60.0 and frame.loc[0, "config.adapter_size"] == 64
 
 
-def test_a_write_that_fails_midway_leaves_nothing(tmp_path):
-    record = _record(history=[{"epoch": 1.0}, {"epoch": object()}])  # not JSON: fails after a partial write
+def test_a_write_that_fails_midway_leaves_nothing(tmp_path, fake_record):
+    record = _record(
+        fake_record, history=[{"epoch": 1.0}, {"epoch": object()}]
+    )  # not JSON: fails after a partial write
     with pytest.raises(TypeError):
         write_record(record, tmp_path)
     assert os.listdir(tmp_path) == []

@@ -11,9 +11,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from adaptstudy.common.files import mark_complete
 from adaptstudy.launch import sweep as sw
+from adaptstudy.reporting.across import hyperformer as hy
+from adaptstudy.reporting.common import load_runs
 from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.notebook_params import DataPrepParams
+from adaptstudy.runs.pretrain_config import PretrainConfig
+from adaptstudy.training.core import last_complete_checkpoint
 from adaptstudy.training.finetune import finetune
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,6 +159,7 @@ def _wait_for(condition, timeout: float, proc: subprocess.Popen):
         time.sleep(0.2)
 
 
+@pytest.mark.slow
 def test_sigkill_in_a_cell_then_rerun_gives_the_uninterrupted_records(tmp_path, data_dir):
     grid = write_grid(tmp_path / "g.yaml", {"seed": [0, 1, 2]}, fixed={"method": "houlsby", "adapter_size": 8})
     clean, killed = tmp_path / "clean", tmp_path / "killed"
@@ -179,6 +186,7 @@ def test_sigkill_in_a_cell_then_rerun_gives_the_uninterrupted_records(tmp_path, 
         assert record["metrics"] == pytest.approx(reference[run_id]["metrics"], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_a_killed_long_cell_resumes_from_its_checkpoint(tmp_path, data_dir):
     fixed = {"method": "houlsby", "adapter_size": 8, "max_train_examples": 96, "batch_size": 8, "checkpoint_every_s": 0}
     grid = write_grid(tmp_path / "g.yaml", {"seed": [5]}, fixed=fixed)
@@ -198,9 +206,6 @@ def test_a_killed_long_cell_resumes_from_its_checkpoint(tmp_path, data_dir):
 
 
 def test_a_checkpoint_cut_off_while_saving_is_never_resumed_from(tmp_path):
-    from adaptstudy.common.files import mark_complete
-    from adaptstudy.training.core import last_complete_checkpoint
-
     for step, complete in ((4, True), (8, True), (12, False)):  # the kill landed while step 12 was being saved
         (tmp_path / f"checkpoint-{step}").mkdir()
         if complete:
@@ -210,6 +215,7 @@ def test_a_checkpoint_cut_off_while_saving_is_never_resumed_from(tmp_path):
     assert last_complete_checkpoint(tmp_path / "missing") is None
 
 
+@pytest.mark.slow
 def test_a_multitask_grid_runs_each_cell_once_under_its_own_run_id(tmp_path, data_dir):
     """The smoke grid of the Hyperformer chapter: multi-task and single-task cells, then a rerun skips them all."""
     p = sw.run(sw.plan(ROOT / "params/smoke/multitask.yaml", tmp_path), progress=False)
@@ -223,10 +229,7 @@ def test_a_multitask_grid_runs_each_cell_once_under_its_own_run_id(tmp_path, dat
     ]
     assert all(r["config"]["tasks"] == r["task"].split("+") for r in saved.values())
     assert [c.status for c in sw.plan(ROOT / "params/smoke/multitask.yaml", tmp_path).cells] == ["done"] * 4
-    from adaptstudy.reporting import across as ar
-    from adaptstudy.runs.records import read_records
-
-    rows = ar.hyper_runs(read_records(tmp_path)).set_index("label")
+    rows = hy.label_runs(load_runs(tmp_path)).set_index("label")
     assert sorted(rows.index) == ["hyperformer++", "mt-adapters", "st-adapters", "st-adapters"]
 
 
@@ -253,13 +256,9 @@ def test_every_committed_grid_and_profile_validates_offline(path):
     if "axes" in raw:
         assert sw.plan(path, Path("/nonexistent-results")).cells
     elif "mode" in raw:  # 02_dapt / 03_tapt parameters
-        from adaptstudy.runs.pretrain_config import PretrainConfig
-
         task = raw.pop("task", None)
         PretrainConfig(**raw, **({"corpus": f"task:{task}"} if task else {}))
     elif "method" in raw:
         FinetuneConfig(**raw)
     else:
-        from adaptstudy.runs.notebook_params import DataPrepParams
-
         DataPrepParams(**raw)

@@ -2,14 +2,15 @@
 
 Papermill only warns about a parameter the notebook does not declare, and injects values of any
 type. So a notebook's parameters cell ends with `_declared = set(globals())`; papermill injects its
-cell right after, and `parameters()` then sees every name that appeared since (an undeclared
-parameter) and validates all declared values against a pydantic model: an unknown name or a wrong
+cell right after, and the first call of `parameters()` sees every name that appeared since: each must
+be a setting of the notebook's model (declared in the cell or not, so every setting a run accepts can be
+given to its notebook). Then all values are validated against the model: an unknown name or a wrong
 type fails before any data is read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, MutableMapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -17,23 +18,24 @@ from pydantic import BaseModel
 from adaptstudy.common.registry import did_you_mean
 from adaptstudy.runs.base import ConfigError, validate
 
+CHECKED = "_parameters_checked"  # set in the notebook's namespace once its injected names were checked
 
-def parameters(
-    namespace: Mapping[str, Any],
-    declared: Iterable[str],
-    model: type[BaseModel],
-    outputs: Iterable[str] = (),
-) -> BaseModel:
-    """Validate a notebook's parameters.
 
-    `declared` is the namespace snapshot at the end of the parameters cell; `outputs` are names the
-    notebook itself assigns after it (so rerunning a cell does not look like a new parameter).
+def parameters(namespace: MutableMapping[str, Any], declared: Iterable[str], model: type[BaseModel]) -> BaseModel:
+    """Validate a notebook's parameters: `namespace` is the notebook's `globals()`, `declared` the snapshot at the
+    end of its parameters cell.
+
+    Names are checked once, on the first call: later calls (the cell re-run in Jupyter, after other cells
+    assigned names of their own) validate the current values again, and nothing else.
     """
-    declared, outputs = set(declared), set(outputs)
-    unknown = sorted(k for k in namespace if k not in declared | outputs and not k.startswith("_"))
-    if unknown:
-        fields = list(model.model_fields)
-        hints = "; ".join(f"unknown notebook parameter {k!r}{did_you_mean(k, fields)}" for k in unknown)
-        raise ConfigError(f"{hints}. Valid: {', '.join(fields)}")
-    values = {k: namespace[k] for k in model.model_fields if k in namespace}
-    return validate(model, values, what="notebook parameter")
+    fields = list(model.model_fields)
+    if not namespace.get(CHECKED):
+        declared = set(declared)
+        unknown = sorted(k for k in namespace if k not in declared and k not in fields and not k.startswith("_"))
+        if unknown:
+            hints = "; ".join(f"unknown notebook parameter {k!r}{did_you_mean(k, fields)}" for k in unknown)
+            raise ConfigError(f"{hints}. Valid: {', '.join(fields)}")
+    values = {k: namespace[k] for k in fields if k in namespace}
+    config = validate(model, values, what="notebook parameter")
+    namespace[CHECKED] = True
+    return config

@@ -1,6 +1,12 @@
-"""Tables and plots for the book: our records aggregated per cell, published numbers beside them."""
+"""What every chapter of the book shares: its runs (`load_runs`), the seed learning rates are chosen on, mean ± sd,
+claim rows with a plain verdict, and the foundation chapter's comparison with the published numbers.
+
+Every chapter module takes the frame of `load_runs`, labelled by its own `label_runs(runs) -> DataFrame`.
+"""
 
 from __future__ import annotations
+
+import os
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -9,6 +15,27 @@ import seaborn as sns
 
 from adaptstudy.models.methods import METHODS
 from adaptstudy.reporting.published import published_frame
+from adaptstudy.runs.records import read_records, records_frame
+
+SELECTION_SEED = 0  # learning rates (and Houlsby's best adapter size) are chosen on this seed's runs
+CLAIM_COLUMNS = ["claim", "ours", "verdict"]
+
+
+def load_runs(folder: str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
+    """A study's runs: the flat columns of `records_frame`, plus `record`, each run's whole record, for the nested
+    fields a chapter reads (history, fusion attention, the pretraining chain, per-task scores)."""
+    frame = records_frame(folder, status)
+    # read after the frame, so it holds every run of it even while a sweep adds records; a file is named by run id
+    records = {r["run_id"]: r for r in read_records(folder, status)}
+    run_ids = frame["run_id"] if "run_id" in frame else []
+    return frame.assign(record=pd.Series([records[i] for i in run_ids], index=frame.index, dtype=object))
+
+
+def config_column(runs: pd.DataFrame, name: str, default=np.nan) -> pd.Series:
+    """The setting `name` of each run, `default` where no record has it (a frame has a column only for settings
+    that some record of it carries)."""
+    column = f"config.{name}"
+    return runs[column] if column in runs else pd.Series(default, index=runs.index)
 
 
 def verdict(holds: bool | None, partly: bool = False) -> str:
@@ -16,24 +43,37 @@ def verdict(holds: bool | None, partly: bool = False) -> str:
     return "not run yet" if holds is None else "holds" if holds else "partly" if partly else "does not hold"
 
 
-def choose_learning_rates(grid: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Per group of `keys`: the learning rate with the best dev score among `grid` (runs of one seed),
+def claim_row(claim: str, ours: str, holds: bool | None, partly: bool = False) -> dict[str, str]:
+    """One row of a chapter's claims table: the claim, our figures behind it, and the verdict they give."""
+    return {"claim": claim, "ours": ours, "verdict": verdict(holds, partly)}
+
+
+def not_run(claim: str) -> dict[str, str]:
+    """The row of a claim no run can judge yet."""
+    return claim_row(claim, "–", None)
+
+
+def claims_table(rows: list[dict[str, str]]) -> pd.DataFrame:
+    """A chapter's claims as the book shows them, one row per claim."""
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
+
+
+def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str = "main_metric_value") -> pd.DataFrame:
+    """Per group of `keys`: the learning rate with the best `score` among `grid` (runs of the selection seed),
     with every rate tried and its score, so a chapter can show the choice."""
     columns = [*keys, "learning_rate", "grid", "dev score"]
     if grid.empty:
         return pd.DataFrame(columns=columns)
     rows = []
     for values, group in grid.groupby(keys, sort=False):
-        best = group.loc[group["main_metric_value"].idxmax()]
-        rates = ", ".join(
-            f"{lr:g}: {v:.1f}" for lr, v in sorted(zip(group["config.learning_rate"], group["main_metric_value"]))
-        )
+        best = group.loc[group[score].idxmax()]
+        rates = ", ".join(f"{lr:g}: {v:.1f}" for lr, v in sorted(zip(group["config.learning_rate"], group[score])))
         rows.append(
             {
                 **dict(zip(keys, values)),
                 "learning_rate": best["config.learning_rate"],
                 "grid": rates,
-                "dev score": best["main_metric_value"],
+                "dev score": best[score],
             }
         )
     return pd.DataFrame(rows, columns=columns)
@@ -132,18 +172,61 @@ def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
     )
 
 
+COST_RUN_COLUMNS = ["study", "method", "train_runtime_s", "eval_runtime_s", "examples/s", "peak MB"]
+
+
+def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.DataFrame:
+    """One row per run of `study` (named by its column `method`): training and evaluation seconds, examples per
+    second, peak memory. The rows of a chapter's studies, concatenated, are what `study_cost` and `costs` sum."""
+    if runs.empty:  # typed, so that concatenating it with another study's rows keeps their dtypes
+        return pd.DataFrame(columns=COST_RUN_COLUMNS).astype(dict.fromkeys(COST_RUN_COLUMNS[2:], float))
+    eval_s = runs["eval_runtime_s"].fillna(0.0) if "eval_runtime_s" in runs else 0.0
+    rows = {
+        "study": study,
+        "method": runs[method],
+        "train_runtime_s": runs["train_runtime_s"],
+        "eval_runtime_s": eval_s,
+        "examples/s": runs["train_examples_per_s"],
+        "peak MB": runs["peak_rss_mb"],
+    }
+    return pd.DataFrame(rows, columns=COST_RUN_COLUMNS).reset_index(drop=True)
+
+
+def costs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per study and method (rows of `run_costs`): runs, seconds in all, median examples per second, peak memory."""
+    return (
+        runs.groupby(["study", "method"])
+        .agg(
+            runs=("train_runtime_s", "size"),
+            train_s=("train_runtime_s", "sum"),
+            eval_s=("eval_runtime_s", "sum"),
+            examples_per_s=("examples/s", "median"),
+            peak_mb=("peak MB", "max"),
+        )
+        .reset_index()
+    )
+
+
 def method_descriptions(methods) -> pd.DataFrame:
     """What each method trains, from the methods registry: the configs a chapter must state."""
     return pd.DataFrame([(m, METHODS.get(m).description) for m in methods], columns=["method", "what trains"])
 
 
+def sample_sd(values) -> float:
+    """The sd over seeds every chapter reports: the sample sd (n − 1), 0 for a single value."""
+    values = list(values)
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
 def mean_sd(values) -> str:
     """'61.0 ± 1.4 (2)': mean ± sample sd (0 for one value) and how many values; '–' for none."""
     values = list(values)
-    if not values:
-        return "–"
-    sd = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
-    return f"{np.mean(values):.1f} ± {sd:.1f} ({len(values)})"
+    return format_mean_sd(np.mean(values), sample_sd(values), len(values)) if values else "–"
+
+
+def format_mean_sd(mean: float, sd: float, count: int) -> str:
+    """`mean_sd`'s cell from figures already aggregated (pandas' sd of one value is missing: 0)."""
+    return f"{mean:.1f} ± {0.0 if pd.isna(sd) else sd:.1f} ({count})"
 
 
 def span(values: pd.Series) -> str:

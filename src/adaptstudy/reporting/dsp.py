@@ -4,7 +4,8 @@ Fine-tuning records (study `dsp`) name their starting point by the settings of t
 made it (`init_from`, nested for chains), so each run's condition is read off that chain:
 the warmed MLM head alone is the baseline; a domain corpus on top is DAPT (the task's own domain) or
 ¬DAPT (another domain); the task's training texts on top are TAPT, and on top of DAPT, DAPT+TAPT.
-Pretraining records (study `dsp_pretrain`) give the perplexities and the costs.
+Pretraining records (study `dsp_pretrain`) give the perplexities and the costs. Every function takes the runs of
+`load_runs`: fine-tuning runs labelled by `label_runs`, pretraining runs by `label_pretraining`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from adaptstudy.reporting.common import mean_sd, span, verdict
+from adaptstudy.reporting.common import claim_row, claims_table, mean_sd, not_run, span
 from adaptstudy.reporting.published import (
     DSP_CONDITIONS,
     DSP_DOMAINS,
@@ -68,26 +69,29 @@ def adaptation(method: str, steps: list[tuple[str, str]], adapter_use: str | Non
     return family, f"{family}, {'/'.join(adapter_modes)} pretrained ({adapter_use})"
 
 
-def label_runs(runs: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
-    """Adds `condition`, `family`, `adaptation` and `corpus_fraction` (of the domain corpus) to fine-tuning runs."""
-    info = {}
-    for r in records:
-        settings = pretraining_settings(r["config"].get("init_from"))
-        steps = chain(r["config"].get("init_from"))
-        domain_runs = [s for s in settings if s["corpus"] in CORPUS_DOMAIN]
-        fraction = domain_runs[0].get("corpus_fraction", 1.0) if domain_runs else np.nan
-        info[r["run_id"]] = (
-            condition(r["task"], steps),
-            *adaptation(r["method"], steps, r["config"].get("adapter_use")),
-            fraction,
-        )
+def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Adds `condition`, `family`, `adaptation` and `corpus_fraction` (of the domain corpus) to fine-tuning runs,
+    read off each record's pretraining chain."""
     columns = ["condition", "family", "adaptation", "corpus_fraction"]
     if runs.empty:
-        return pd.DataFrame(columns=["run_id", "task", "method", "seed", "main_metric_value", *columns]).astype(
-            {"main_metric_value": float, "corpus_fraction": float}
-        )
-    cols = pd.DataFrame(runs["run_id"].map(info).tolist(), columns=columns, index=runs.index)
-    return pd.concat([runs, cols], axis=1)
+        return pd.DataFrame(
+            columns=["run_id", "task", "method", "seed", "main_metric_value", "record", *columns]
+        ).astype({"main_metric_value": float, "corpus_fraction": float})
+    labels = pd.DataFrame([_labels(r) for r in runs["record"]], columns=columns, index=runs.index)
+    return pd.concat([runs, labels], axis=1)
+
+
+def _labels(record: dict) -> tuple:
+    """(condition, family, adaptation, corpus_fraction) of one fine-tuning record."""
+    init_from = record["config"].get("init_from")
+    steps = chain(init_from)
+    domain_runs = [s for s in pretraining_settings(init_from) if s["corpus"] in CORPUS_DOMAIN]
+    fraction = domain_runs[0].get("corpus_fraction", 1.0) if domain_runs else np.nan
+    return (
+        condition(record["task"], steps),
+        *adaptation(record["method"], steps, record["config"].get("adapter_use")),
+        fraction,
+    )
 
 
 def main_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -145,15 +149,13 @@ def starting_point(init_from: Any) -> str:
     return " ← ".join("warmed head" if s == WARM_UP else f"{s[0]} ({s[1]})" for s in steps) or "backbone"
 
 
-def label_pretraining(pretrain_runs: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
+def label_pretraining(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
     """Adds `starts from` to pretraining runs, so that TAPT from the warmed head and TAPT after DAPT (DAPT+TAPT)
     are told apart in the perplexity and cost tables."""
-    start = {r["run_id"]: starting_point(r["config"].get("init_from")) for r in records}
-    return (
-        pretrain_runs.assign(**{"starts from": pretrain_runs["run_id"].map(start)})
-        if not pretrain_runs.empty
-        else pretrain_runs
-    )
+    if pretrain_runs.empty:
+        return pretrain_runs
+    start = [starting_point(r["config"].get("init_from")) for r in pretrain_runs["record"]]
+    return pretrain_runs.assign(**{"starts from": start})
 
 
 def perplexity_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
@@ -296,64 +298,65 @@ def recipe_note(runs: pd.DataFrame, pretrain_runs: pd.DataFrame) -> str:
 
 
 def claims(runs: pd.DataFrame, pretrain_runs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """A verdict per claim, from the full-model gains (and the adapters' beside them); with the pretraining records,
+    """A verdict per claim, from the full-model gains (and the adapters' beside them); with the pretraining runs,
     the adapters' claim also says what DAPT cost per mode."""
     g = gains(runs)
     full = g[g["adaptation"] == "full model"].pivot(index="task", columns="condition", values="gain")
-    out = []
+    return claims_table(
+        [
+            _gain_claim(full, "DAPT helps on the domain's tasks (gain over the baseline)", "dapt", lambda v: v > 0),
+            _gain_claim(full, "TAPT helps (gain over the baseline)", "tapt", lambda v: v > 0),
+            _dapt_tapt_claim(full),
+            _gain_claim(full, "¬DAPT (another domain) hurts (change over the baseline)", "not-dapt", lambda v: v < 0),
+            _adapter_claim(g, full, pretrain_runs),
+        ]
+    )
 
-    def check(name: str, column: str, test) -> None:
-        if column not in full or full[column].dropna().empty:
-            out.append((name, "–", verdict(None)))
-            return
-        values = full[column].dropna()
-        ok = values.map(test)
-        out.append(
-            (
-                name,
-                ", ".join(f"{t} {v:+.1f}" for t, v in values.items()),
-                verdict(bool(ok.all()), partly=bool(ok.any())),
-            )
-        )
 
-    check("DAPT helps on the domain's tasks (gain over the baseline)", "dapt", lambda v: v > 0)
-    check("TAPT helps (gain over the baseline)", "tapt", lambda v: v > 0)
-    if {"dapt+tapt"} <= set(
-        full.columns
-    ):  # on the tasks that ran it, against every condition and the baseline (gain 0)
-        best = full[full["dapt+tapt"].notna()].assign(baseline=0.0).idxmax(axis=1)
-        out.append(
-            (
-                "DAPT+TAPT is best (of the baseline and every condition, where it ran)",
-                ", ".join(f"{t}: {c}" for t, c in best.items()),
-                verdict(bool((best == "dapt+tapt").all()), partly=bool((best == "dapt+tapt").any())),
-            )
-        )
-    else:
-        out.append(("DAPT+TAPT is best", "–", verdict(None)))
-    check("¬DAPT (another domain) hurts (change over the baseline)", "not-dapt", lambda v: v < 0)
+def _gain_claim(full: pd.DataFrame, claim: str, column: str, test) -> dict[str, str]:
+    """A claim on the full model's gain under condition `column`: holds where `test` holds on every task, partly
+    on some."""
+    if column not in full or full[column].dropna().empty:
+        return not_run(claim)
+    values = full[column].dropna()
+    ok = values.map(test)
+    return claim_row(
+        claim, ", ".join(f"{t} {v:+.1f}" for t, v in values.items()), bool(ok.all()), partly=bool(ok.any())
+    )
+
+
+def _dapt_tapt_claim(full: pd.DataFrame) -> dict[str, str]:
+    """DAPT+TAPT is best: on the tasks that ran it, against every condition and the baseline (gain 0)."""
+    if "dapt+tapt" not in full.columns:
+        return not_run("DAPT+TAPT is best")
+    best = full[full["dapt+tapt"].notna()].assign(baseline=0.0).idxmax(axis=1)
+    return claim_row(
+        "DAPT+TAPT is best (of the baseline and every condition, where it ran)",
+        ", ".join(f"{t}: {c}" for t, c in best.items()),
+        bool((best == "dapt+tapt").all()),
+        partly=bool((best == "dapt+tapt").any()),
+    )
+
+
+def _adapter_claim(g: pd.DataFrame, full: pd.DataFrame, pretrain_runs: pd.DataFrame | None) -> dict[str, str]:
+    """Adapters can substitute for full-model adaptive pretraining: their gain within 0.5 of the full model's."""
     adapters = g[g["adaptation"] != "full model"]
-    if not adapters.empty and not full.empty:
-        merged = adapters.merge(
-            g[g["adaptation"] == "full model"][["task", "condition", "gain"]],
-            on=["task", "condition"],
-            suffixes=("", "_full"),
-        )
-        share = (merged["gain"] >= merged["gain_full"] - 0.5).mean() if not merged.empty else np.nan
-        detail = "; ".join(
-            f"{r.task} {r.condition} {r.adaptation}: {r.gain:+.1f} vs full {r.gain_full:+.1f}"
-            for r in merged.itertuples()
-        )
-        cost = pretraining_cost(pretrain_runs) if pretrain_runs is not None else ""
-        detail += f". DAPT per corpus: {cost}" if detail and cost else ""
-        out.append(
-            (
-                "Adapters can substitute for full-model adaptive pretraining "
-                "(their gain within 0.5 of the full model's)",
-                detail or "–",
-                verdict(share == 1.0, partly=share > 0) if not merged.empty else verdict(None),
-            )
-        )
-    else:
-        out.append(("Adapters can substitute for full-model adaptive pretraining", "–", verdict(None)))
-    return pd.DataFrame(out, columns=["claim", "ours", "verdict"])
+    if adapters.empty or full.empty:
+        return not_run("Adapters can substitute for full-model adaptive pretraining")
+    merged = adapters.merge(
+        g[g["adaptation"] == "full model"][["task", "condition", "gain"]],
+        on=["task", "condition"],
+        suffixes=("", "_full"),
+    )
+    share = (merged["gain"] >= merged["gain_full"] - 0.5).mean() if not merged.empty else np.nan
+    detail = "; ".join(
+        f"{r.task} {r.condition} {r.adaptation}: {r.gain:+.1f} vs full {r.gain_full:+.1f}" for r in merged.itertuples()
+    )
+    cost = pretraining_cost(pretrain_runs) if pretrain_runs is not None else ""
+    detail += f". DAPT per corpus: {cost}" if detail and cost else ""
+    return claim_row(
+        "Adapters can substitute for full-model adaptive pretraining (their gain within 0.5 of the full model's)",
+        detail or "–",
+        share == 1.0 if not merged.empty else None,
+        partly=share > 0,
+    )

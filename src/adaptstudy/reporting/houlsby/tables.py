@@ -1,20 +1,24 @@
-"""The Houlsby et al. (2019) chapter: Table 1, the parameter/performance trade-off, the layer
-ablation, the initialisation scale and the adapter size, from the records of study `houlsby`.
+"""The Houlsby chapter's tables: Table 1, the adapter sizes, seeds, costs, and the published tables not run offline.
 
-Learning rates are chosen on dev with seed 0, per task for full fine-tuning and for each adapter size
-(as the paper chose per size); Table 1 then reports mean ± sd over the seeds at the chosen rate.
+Learning rates are chosen on dev with the selection seed, per task for full fine-tuning and for each adapter size
+(as the paper chose per size); Table 1 then reports mean ± sd over the seeds at the chosen rate. Every function
+takes the runs of `load_runs`, labelled by `label_runs`.
 """
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from adaptstudy.data.metrics import compute_metrics
 from adaptstudy.data.tasks import load_task, resolve_task
-from adaptstudy.reporting.common import at_learning_rates, choose_learning_rates, verdict
+from adaptstudy.reporting.common import (
+    SELECTION_SEED,
+    at_learning_rates,
+    choose_learning_rates,
+    config_column,
+    format_mean_sd,
+)
 from adaptstudy.reporting.published import (
     HOULSBY_2019,
     HOULSBY_HUB_COPIES,
@@ -29,7 +33,7 @@ from adaptstudy.reporting.published import (
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
 SIZES = (8, 64, 256)
-SELECTION_SEED = 0
+SELECTED_LABELS = ["full", *(f"houlsby-{s}" for s in SIZES)]
 RECORD_COLUMNS = [
     "run_id",
     "task",
@@ -41,12 +45,8 @@ RECORD_COLUMNS = [
     "backbone_params",
     "config.learning_rate",
     "config.adapter_size",
+    "record",
 ]
-
-
-def _setting(runs: pd.DataFrame, name: str, default=np.nan) -> pd.Series:
-    column = f"config.{name}"
-    return runs[column] if column in runs else pd.Series(default, index=runs.index)
 
 
 def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
@@ -64,25 +64,22 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
                 "config.adapter_size": float,
             }
         )
-    size, k = _setting(runs, "adapter_size"), _setting(runs, "top_k_layers")
+    size, k = config_column(runs, "adapter_size"), config_column(runs, "top_k_layers")
     labels = [
         f"{m}-{int(a)}" if pd.notna(a) else f"{m}-{int(t)}" if pd.notna(t) else m
         for m, a, t in zip(runs["method"], size, k)
     ]
     plain = (
-        _setting(runs, "adapter_init_std").isna()
-        & _setting(runs, "adapter_variant").isna()
-        & ~_setting(runs, "layer_ablation", False).fillna(False).astype(bool)
+        config_column(runs, "adapter_init_std").isna()
+        & config_column(runs, "adapter_variant").isna()
+        & ~config_column(runs, "layer_ablation", False).fillna(False).astype(bool)
     )
     return runs.assign(label=labels, plain=plain.values)
 
 
-SELECTED_LABELS = ["full", *(f"houlsby-{s}" for s in SIZES)]
-
-
 def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (task, label) of full fine-tuning and each Table 1 adapter size: the seed-0 rate with the best dev score."""
-    runs = label_runs(runs)
+    """Per (task, label) of full fine-tuning and each Table 1 adapter size: the rate with the best dev score on the
+    selection seed."""
     grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED) & runs["label"].isin(SELECTED_LABELS)]
     chosen = choose_learning_rates(grid, ["task", "label"])
     order = {label: i for i, label in enumerate(SELECTED_LABELS)}
@@ -93,14 +90,13 @@ def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
 
 def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
     """The plain runs made at the learning rate chosen for their task and label (method and size)."""
-    runs, chosen = label_runs(runs), chosen_learning_rates(runs)
-    return at_learning_rates(runs.loc[runs["plain"]], chosen, ["task", "label"])
+    return at_learning_rates(runs.loc[runs["plain"]], chosen_learning_rates(runs), ["task", "label"])
 
 
 def size_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Mean, sd and seeds per task for full fine-tuning and each adapter size, at the chosen rates."""
     chosen = at_chosen_rates(runs)
-    chosen = chosen[chosen["label"].isin(["full", *(f"houlsby-{s}" for s in SIZES)])]
+    chosen = chosen[chosen["label"].isin(SELECTED_LABELS)]
     return (
         chosen.groupby(["task", "label"])["main_metric_value"].agg(mean="mean", sd="std", seeds="count").reset_index()
     )
@@ -118,8 +114,8 @@ def seed_scores(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def size_means(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per adapter size: our mean seed-0 dev metric (every size has seed 0) over the tasks that have every
-    size, beside the paper's mean."""
+    """Per adapter size: our mean dev metric on the selection seed (every size has it) over the tasks that have
+    every size, beside the paper's mean."""
     chosen = chosen_learning_rates(runs)
     means = chosen.pivot(index="task", columns="label", values="dev score") if not chosen.empty else pd.DataFrame()
     columns = [f"houlsby-{s}" for s in SIZES]
@@ -137,8 +133,8 @@ def size_means(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_sizes(runs: pd.DataFrame) -> dict[str, str]:
-    """Per task, the adapter size (label) with the best seed-0 dev score at its chosen rate: Table 1's
-    "Adapters (8-256)" row, chosen on the selection seed as the learning rates are."""
+    """Per task, the adapter size (label) with the best dev score on the selection seed at its chosen rate:
+    Table 1's "Adapters (8-256)" row, chosen as the learning rates are."""
     chosen = chosen_learning_rates(runs)
     adapters = chosen[chosen["label"].str.startswith("houlsby-")]
     return {task: group.loc[group["dev score"].idxmax(), "label"] for task, group in adapters.groupby("task")}
@@ -157,9 +153,7 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
             if not hit.empty:
                 r = hit.iloc[0]
                 size = f" [{label.split('-')[1]}]" if row_name == "houlsby-best" else ""
-                ours[row_name][task] = (
-                    f"{r['mean']:.1f} ± {0 if pd.isna(r['sd']) else r['sd']:.1f} ({r['seeds']}){size}"
-                )
+                ours[row_name][task] = format_mean_sd(r["mean"], r["sd"], r["seeds"]) + size
                 means[row_name][task] = r["mean"]
     published = published_frame(HOULSBY_2019, source="Table 1")
     rows = []
@@ -215,212 +209,9 @@ def _plain_model_params(runs: pd.DataFrame) -> pd.Series:
     return runs["backbone_params"] + head
 
 
-def tradeoff_frame(runs: pd.DataFrame) -> pd.DataFrame:
-    """Seed-0 plain runs of every method family: trained parameters against the dev metric.
-
-    Where a label had a learning-rate grid (full, adapters 8/64/256) only its chosen rate is kept;
-    the other points were run once, at the rate chosen for size 64 (adapters) or full fine-tuning.
-    """
-    runs = label_runs(runs)
-    runs = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED)]
-    chosen = chosen_learning_rates(runs).set_index(["task", "label"])["learning_rate"]
-    keep = [
-        (t, lab) not in chosen.index or np.isclose(lr, chosen[(t, lab)])
-        for t, lab, lr in zip(runs["task"], runs["label"], runs["config.learning_rate"].astype(float))
-    ]
-    runs = runs.loc[np.array(keep, dtype=bool)]
-    family = runs["method"].replace(
-        {
-            "houlsby": "adapters (houlsby, sizes 2–256)",
-            "top_k": "top-k layers fine-tuned",
-            "layernorm": "layer norm only",
-            "full": "full fine-tuning",
-        }
-    )
-    return runs.assign(family=family)[
-        [
-            "task",
-            "method",
-            "label",
-            "family",
-            "trainable_params",
-            "main_metric",
-            "main_metric_value",
-            "config.learning_rate",
-        ]
-    ]
-
-
-def plot_tradeoff(frame: pd.DataFrame, tasks: list[str]):
-    frame = frame[frame["task"].isin(tasks)]
-    if frame.empty:
-        return None
-    grid = sns.relplot(
-        data=frame,
-        x="trainable_params",
-        y="main_metric_value",
-        hue="family",
-        style="family",
-        col="task",
-        kind="line",
-        marker="o",
-        facet_kws={"sharey": False},
-        height=3.5,
-        aspect=1.2,
-    )
-    grid.set(xscale="log")
-    grid.set_axis_labels("trained parameters (log scale)", "dev metric (points)")
-    sns.move_legend(
-        grid, "upper center", bbox_to_anchor=(0.5, 0.0), ncol=4, title=None
-    )  # below the panels, not on them
-    plt.tight_layout()
-    return grid
-
-
-def ablation_matrix(record: dict) -> pd.DataFrame:
-    """The dev metric with the adapters of layers first..last removed, as a first × last matrix."""
-    rows = pd.DataFrame(record["layer_ablation"])
-    return rows.pivot(index="first", columns="last", values=record["main_metric"])
-
-
-def plot_ablation(record: dict, ax=None):
-    matrix = ablation_matrix(record)
-    ax = sns.heatmap(matrix, annot=True, fmt=".0f", cmap="viridis", ax=ax, cbar_kws={"label": record["main_metric"]})
-    ax.set_title(f"{record['task']}: no adapters removed {record['metrics'][record['main_metric']]:.1f}")
-    ax.set_xlabel("last layer removed")
-    ax.set_ylabel("first layer removed")
-    return ax
-
-
-def init_frame(runs: pd.DataFrame) -> pd.DataFrame:
-    runs = label_runs(runs)
-    std = _setting(runs, "adapter_init_std")
-    return runs.loc[std.notna()].assign(init_std=std[std.notna()].astype(float))
-
-
-def claims(runs: pd.DataFrame, ablations: list[dict]) -> pd.DataFrame:
-    """A plain verdict per claim of the paper, with the figures it rests on."""
-    out = []
-    sizes = size_table(runs)
-    means = sizes.pivot(index="task", columns="label", values="mean") if not sizes.empty else pd.DataFrame()
-    # 1. Adapters come within about 0.4 points of full fine-tuning on average.
-    if {"full", "houlsby-64"} <= set(means.columns):
-        tasks = means.dropna(subset=["full", "houlsby-64"]).index
-        best = means.loc[tasks, [c for c in means.columns if c.startswith("houlsby-")]].max(axis=1)
-        gap_best, gap_64 = (
-            (best - means.loc[tasks, "full"]).mean(),
-            (means.loc[tasks, "houlsby-64"] - means.loc[tasks, "full"]).mean(),
-        )
-        out.append(
-            (
-                "Adapters come within about 0.4 points of full fine-tuning (Table 1; −0.4 best size, −0.8 size 64)",
-                f"ours over {len(tasks)} tasks: best size {gap_best:+.1f}, size 64 {gap_64:+.1f} points",
-                verdict(gap_best >= -1.0, partly=gap_best >= -3.0),
-            )
-        )
-    else:
-        out.append(("Adapters come within about 0.4 points of full fine-tuning (Table 1)", "–", verdict(None)))
-    # 2. Adapters beat fine-tuning only the top layers at the same number of trained parameters.
-    trade = tradeoff_frame(runs)
-    comparisons = []
-    for task, group in trade.groupby("task"):
-        adapters, top = group[group["method"] == "houlsby"], group[group["method"] == "top_k"]
-        for _, t in top.iterrows():
-            cheaper = adapters[adapters["trainable_params"] <= t["trainable_params"]]
-            if not cheaper.empty:
-                comparisons.append((task, t["label"], cheaper["main_metric_value"].max() - t["main_metric_value"]))
-    if comparisons:
-        wins = sum(d >= 0 for *_, d in comparisons)
-        detail = "; ".join(f"{task} {label}: {d:+.1f}" for task, label, d in comparisons)
-        out.append(
-            (
-                "Adapters beat top-k fine-tuning with no more trained parameters (Figures 3–4)",
-                f"best adapter with ≤ the parameters, minus top-k: {detail}",
-                verdict(wins == len(comparisons), partly=wins > 0),
-            )
-        )
-    else:
-        out.append(
-            ("Adapters beat top-k fine-tuning with no more trained parameters (Figures 3–4)", "–", verdict(None))
-        )
-    # 3. Layer ablation (Figure 6).
-    if ablations:
-        single, everything, lower_upper = [], [], []
-        for record in ablations:
-            m = ablation_matrix(record)
-            full_score, n = record["metrics"][record["main_metric"]], len(m)
-            single.append(max(full_score - m.loc[i, i] for i in range(n)))
-            everything.append((record["task"], m.loc[0, n - 1], record.get("majority_class_score")))
-            half = n // 2
-            lower_upper.append(m.loc[0, half - 1] - m.loc[half, n - 1])
-        out.append(
-            (
-                "Removing one layer's adapters costs little (at most 2 points in the paper)",
-                f"largest single-layer drop: {', '.join(f'{d:.1f}' for d in single)} points",
-                verdict(max(single) <= 2.0, partly=min(single) <= 2.0),
-            )
-        )
-        out.append(
-            (
-                "Removing every adapter falls to the majority-class level",
-                "; ".join(
-                    f"{t}: {v:.1f} (majority class {mc:.1f})" if mc is not None else f"{t}: {v:.1f}"
-                    for t, v, mc in everything
-                ),
-                verdict(all(mc is not None and abs(v - mc) <= 5.0 for _, v, mc in everything)),
-            )
-        )
-        out.append(
-            (
-                "Lower layers' adapters matter less than upper layers'",
-                "score without the lower half minus without the upper half: "
-                + ", ".join(f"{d:+.1f}" for d in lower_upper),
-                verdict(all(d >= 0 for d in lower_upper), partly=any(d >= 0 for d in lower_upper)),
-            )
-        )
-    else:
-        out.append(("Layer ablation (Figure 6)", "–", verdict(None)))
-    # 4. Initialisation scale, judged per task (metrics of different tasks are not on one scale).
-    init = init_frame(runs)
-    per_task = [(t, g) for t, g in init.groupby("task") if g["init_std"].nunique() >= 3] if not init.empty else []
-    if per_task:
-        details, stable, degrades = [], [], []
-        for task, group in per_task:
-            small = group[group["init_std"] <= 1e-2]["main_metric_value"]
-            large = group[group["init_std"] > 1e-2]["main_metric_value"]
-            spread, drop = small.max() - small.min(), small.mean() - large.mean()
-            stable.append(spread <= 2.0)
-            degrades.append(drop > 1.0)
-            details.append(f"{task}: spread up to 1e-2 {spread:.1f} points, mean above 1e-2 {drop:.1f} points lower")
-        out.append(
-            (
-                "Performance is stable for init std up to 1e-2 and degrades above",
-                "; ".join(details),
-                verdict(all(stable) and all(degrades), partly=any(stable) or any(degrades)),
-            )
-        )
-    else:
-        out.append(("Performance is stable for init std up to 1e-2 and degrades above", "–", verdict(None)))
-    # 5. Adapter size.
-    adapter_cols = [f"houlsby-{s}" for s in SIZES if f"houlsby-{s}" in means.columns]
-    if len(adapter_cols) == len(SIZES):
-        spread = (means[adapter_cols].max(axis=1) - means[adapter_cols].min(axis=1)).dropna()
-        out.append(
-            (
-                "Performance is robust to the adapter size (8–256)",
-                "spread across sizes: " + ", ".join(f"{t} {v:.1f}" for t, v in spread.items()),
-                verdict(spread.max() <= 2.0, partly=spread.median() <= 2.0),
-            )
-        )
-    else:
-        out.append(("Performance is robust to the adapter size (8–256)", "–", verdict(None)))
-    return pd.DataFrame(out, columns=["claim", "ours", "verdict"])
-
-
 def variants_table(runs: pd.DataFrame) -> pd.DataFrame:
     """The architecture variants beside the plain adapter of the same size, task, seed and learning rate."""
-    runs = label_runs(runs)
-    variants = runs[_setting(runs, "adapter_variant").notna()]
+    variants = runs[config_column(runs, "adapter_variant").notna()]
     if variants.empty:
         return pd.DataFrame(columns=["task", "variant", "dev metric", "plain adapter", "difference"])
     plain = runs[runs["plain"] & (runs["method"] == "houlsby")]
@@ -467,7 +258,6 @@ def no_signal(runs: pd.DataFrame, data_dir=None, tolerance: float = 0.05) -> pd.
 
 def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
     """What the study cost, per task and method/size: runs, training seconds, examples/s, peak memory, trained share."""
-    runs = label_runs(runs)
     if runs.empty:
         return pd.DataFrame(
             columns=["task", "label", "runs", "train s (sum)", "train s (mean)", "examples/s", "peak MB", "trained %"]
@@ -485,14 +275,6 @@ def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
         }
     )
     return table.reset_index().sort_values(["task", "train s (sum)"], ascending=[True, False])
-
-
-def plot_init(frame: pd.DataFrame):
-    if frame.empty:
-        return None
-    ax = sns.lineplot(data=frame, x="init_std", y="main_metric_value", hue="task", marker="o")
-    ax.set(xscale="log", xlabel="adapter init std (log scale)", ylabel="dev metric (points)")
-    return ax
 
 
 def table2_published() -> pd.DataFrame:

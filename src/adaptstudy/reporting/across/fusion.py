@@ -1,0 +1,142 @@
+"""The AdapterFusion half of the "across tasks" chapter (study `fusion`): the paper's Table 1 for our targets, the
+fusion attention, and the claim that fusion beats the single-task adapter.
+
+Fusion records are single-task fine-tuning records (methods head_only, full, pfeiffer = ST-A, fusion); every table
+reports mean ± sd over seeds. Every function takes the runs of `load_runs`, labelled by `label_runs`.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from adaptstudy.reporting.common import claim_row, claims_table, config_column, mean_sd, scale_note
+from adaptstudy.reporting.published import FUSION_COLUMNS, FUSION_NOT_OFFLINE, PFEIFFER_2021, published_frame
+
+FUSION_TARGETS = ("rte", "mrpc", "sst2", "imdb", "cb")
+FUSION_LABEL = {"head_only": "head_only", "full": "full", "pfeiffer": "st-a", "fusion": "fusion-st-a"}
+CELL_COLUMNS = ["task", "label", "seed", "score", "trainable_params", "backbone_params"]
+
+
+def is_target_cell(task: str, method: str, epochs: float) -> bool:
+    """Whether a fusion-study run is a cell of the table (a target task's column). CB's source adapter (trained
+    like every source, 3 epochs) is not its ST-A cell (20 epochs, as CB's other columns)."""
+    return task in FUSION_TARGETS and method in FUSION_LABEL and (task != "cb" or epochs > 3 or method == "fusion")
+
+
+def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Adds `label` (the table's column a run's method fills), `target_cell` (whether the run is a cell of the table)
+    and `score`: dev accuracy, as the paper's Table 1 reports for every task, MRPC included (whose main metric here
+    is F1)."""
+    if runs.empty:
+        return pd.DataFrame(
+            columns=[*CELL_COLUMNS, "method", "config.num_train_epochs", "record", "target_cell"]
+        ).astype({"target_cell": bool})
+    epochs = config_column(runs, "num_train_epochs", 0)
+    cells = [is_target_cell(t, m, e) for t, m, e in zip(runs["task"], runs["method"], epochs)]
+    return runs.assign(
+        label=runs["method"].map(FUSION_LABEL),
+        target_cell=np.array(cells, dtype=bool),
+        score=runs["metric.accuracy"] if "metric.accuracy" in runs else np.nan,
+    )
+
+
+def target_cells(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run that is a cell of the table: its column label, seed, dev accuracy and parameters."""
+    return runs.loc[runs["target_cell"], CELL_COLUMNS].reset_index(drop=True)
+
+
+def fusion_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Table 1 for our targets: ours (mean ± sd over seeds) beside the published row."""
+    cells = target_cells(runs)
+    published = published_frame(PFEIFFER_2021).pivot(index="task", columns="method", values="value")
+    rows = []
+    for task in (*FUSION_TARGETS, *FUSION_NOT_OFFLINE):
+        ours = cells[cells["task"] == task]
+        row = {"task": task, "source": "ours (minilm-l6, dev)"}
+        for label in FUSION_COLUMNS:
+            scores = ours.loc[ours["label"] == label, "score"].tolist()
+            row[label] = (
+                "not run offline"
+                if task in FUSION_NOT_OFFLINE
+                else ("not run (budget)" if label.endswith("mt-a") else mean_sd(scores))
+            )
+        rows.append(row)
+        rows.append(
+            {
+                "task": task,
+                "source": "published (BERT-base, dev)",
+                **{c: f"{published.loc[task, c]:.2f}" for c in FUSION_COLUMNS},
+            }
+        )
+    rows.append(
+        {"task": "trained / target", "source": "ours: % of the backbone (mean over targets)", **_fusion_params(cells)}
+    )
+    return pd.DataFrame(rows)
+
+
+def fusion_scale_note(runs: pd.DataFrame) -> str:
+    """The scale note of the fusion table (its cells), and how many source adapters ran: the study's other runs,
+    besides the seed-0 ST-A cells that double as sources."""
+    if runs.empty:
+        return scale_note(runs)
+    sources = runs[(runs["method"] == "pfeiffer") & (runs["config.num_train_epochs"] == 3) & (runs["seed"] == 0)]
+    shared = sorted(sources.loc[sources["target_cell"], "task"])
+    return (
+        scale_note(runs[runs["target_cell"]]) + f" Source adapters: {len(sources)} single-task runs, 3 epochs each "
+        f"({', '.join(sorted(sources['task']))}); those of {', '.join(shared) or 'no target'} are also their targets' "
+        "ST-A cells of seed 0."
+    )
+
+
+def _fusion_params(cells: pd.DataFrame) -> dict[str, str]:
+    """Per column: trained parameters per target as a share of the backbone (fusion: its fusion layers and head;
+    the frozen source adapters it reads are counted apart, in the chapter's text)."""
+    share = (100 * cells["trainable_params"] / cells["backbone_params"]).groupby(cells["label"]).mean()
+    return {label: f"{share[label]:.2f}%" if label in share else "–" for label in FUSION_COLUMNS}
+
+
+def fusion_attention(runs: pd.DataFrame) -> pd.DataFrame:
+    """Rows target tasks, columns source adapters: the mean softmax weight in the last layer over the dev set,
+    averaged over seeds (the paper's Figure 4)."""
+    rows = {}
+    for task in FUSION_TARGETS:
+        weights = [r["fusion_attention"] for r in runs["record"] if r["task"] == task and r.get("fusion_attention")]
+        if weights:
+            rows[task] = pd.DataFrame(weights).mean()
+    return pd.DataFrame(rows).T
+
+
+def plot_fusion_attention(matrix: pd.DataFrame):
+    if matrix.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(1 + 0.6 * matrix.shape[1], 1 + 0.5 * matrix.shape[0]))
+    sns.heatmap(matrix, annot=True, fmt=".2f", cmap="viridis", ax=ax, cbar_kws={"label": "mean attention"})
+    ax.set(xlabel="source adapter", ylabel="target task")
+    plt.tight_layout()
+    return ax
+
+
+def claims(runs: pd.DataFrame) -> pd.DataFrame:
+    """The fusion half's claim: fusion beats the single-task adapter it reads, most on small targets."""
+    cells = target_cells(runs)
+    means = cells.groupby(["task", "label"])["score"].mean().unstack() if not cells.empty else pd.DataFrame()
+    have = not means.empty and {"fusion-st-a", "st-a"} <= set(means)
+    over_sta = (means["fusion-st-a"] - means["st-a"]).dropna().to_dict() if have else {}
+    small = [t for t in ("rte", "mrpc", "cb") if t in over_sta]
+    row = claim_row(
+        "Fusion with single-task adapters beats the single-task adapter, most on small targets (RTE, MRPC, CB)",
+        "; ".join(f"{t}: {v:+.1f}" for t, v in over_sta.items()) + _seeds_per_cell(cells) if over_sta else "–",
+        all(v > 0 for v in over_sta.values()) if over_sta else None,
+        partly=any(over_sta[t] > 0 for t in small),  # it helps on some small target
+    )
+    return claims_table([row])
+
+
+def _seeds_per_cell(cells: pd.DataFrame) -> str:
+    """' (1 seed per cell)', ' (2-3 seeds per cell)': how many runs stand behind each mean compared."""
+    seeds = cells.groupby(["task", "label"])["seed"].nunique()
+    low, high = seeds.min(), seeds.max()
+    return f" ({low if low == high else f'{low}–{high}'} seed{'s' if high > 1 else ''} per cell)"

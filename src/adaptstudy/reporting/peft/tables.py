@@ -1,0 +1,198 @@
+"""The IMDb chapter's runs and tables: the learning rates chosen, every method's accuracy and costs, the report's
+table with ours beside it.
+
+A run's *setting* is its train/validation re-split of IMDb's labelled reviews (the report's 90%/10% and 30%/70%).
+Learning rates are chosen per backbone and method on the selection seed in the 90%/10% setting at the full
+training cap, then used everywhere else. Every function takes the runs of `load_runs`, labelled by `label_runs`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from adaptstudy.reporting.common import (
+    SELECTION_SEED,
+    at_learning_rates,
+    choose_learning_rates,
+    config_column,
+    format_mean_sd,
+)
+from adaptstudy.reporting.published import (
+    PEFT_REPORT,
+    PEFT_REPORT_EPOCH_S,
+    PEFT_REPORT_METHODS,
+    PEFT_REPORT_PARAMS,
+    PEFT_REPORT_SETTINGS,
+    PEFT_REPORT_STAND_INS,
+    published_frame,
+)
+
+SELECTION_SETTING = PEFT_REPORT_SETTINGS[0.9]
+KEYS = ["backbone", "method"]
+RUN_COLUMNS = [
+    "run_id",
+    "backbone",
+    "method",
+    "seed",
+    "main_metric",
+    "main_metric_value",
+    "trainable_params",
+    "backbone_params",
+    "train_runtime_s",
+    "peak_rss_mb",
+    "train_examples",
+    "config.learning_rate",
+    "config.resplit_train_share",
+    "config.train_fraction",
+    "record",
+]
+LABELS = ["setting", "fraction", "trained_pct", "epoch_s", "first_epoch_accuracy"]
+
+
+def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Adds `setting` (90%/10% or 30%/70%), `fraction` (share of the training cap), `trained_pct`, and from each
+    record's history `epoch_s` (mean training seconds per epoch) and `first_epoch_accuracy`."""
+    if runs.empty:
+        return pd.DataFrame(columns=[*RUN_COLUMNS, *LABELS]).astype({"epoch_s": float, "first_epoch_accuracy": float})
+    setting = [
+        PEFT_REPORT_SETTINGS.get(round(s, 2), f"{s:.0%} train") if pd.notna(s) else "mirror split"
+        for s in config_column(runs, "resplit_train_share")
+    ]
+    histories = [r.get("history") or [] for r in runs["record"]]
+    epoch_s = [
+        np.mean([h["train_epoch_s"] for h in history if "train_epoch_s" in h] or [np.nan]) for history in histories
+    ]
+    first = [h[0].get(metric, np.nan) if h else np.nan for h, metric in zip(histories, runs["main_metric"])]
+    return runs.assign(
+        setting=setting,
+        fraction=config_column(runs, "train_fraction", 1.0),
+        trained_pct=100 * runs["trainable_params"] / runs["backbone_params"],
+        epoch_s=pd.Series(epoch_s, index=runs.index, dtype=float),
+        first_epoch_accuracy=pd.Series(first, index=runs.index, dtype=float),
+    )
+
+
+def _selection_grid(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs learning rates are chosen among: the selection seed, 90%/10%, the full training cap."""
+    return runs[(runs["seed"] == SELECTION_SEED) & (runs["setting"] == SELECTION_SETTING) & (runs["fraction"] == 1.0)]
+
+
+def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per (backbone, method): the rate with the best validation accuracy on the selection grid."""
+    return choose_learning_rates(_selection_grid(runs), KEYS)
+
+
+def rate_edge_note(runs: pd.DataFrame) -> str:
+    """Which methods chose the larger or the smaller of the rates they tried: an optimum may lie beyond the grid."""
+    grid = _selection_grid(runs)
+    sides: dict[str, list[str]] = {"largest": [], "smallest": []}
+    for row in chosen_learning_rates(runs).itertuples():
+        tried = grid[(grid["backbone"] == row.backbone) & (grid["method"] == row.method)]["config.learning_rate"]
+        if tried.nunique() > 1:
+            side = (
+                "largest"
+                if np.isclose(row.learning_rate, tried.max())
+                else "smallest"
+                if np.isclose(row.learning_rate, tried.min())
+                else None
+            )
+            if side:
+                sides[side].append(row.method)
+    if not any(sides.values()):
+        return ""
+    parts = [f"the {side} rate tried won for {', '.join(methods)}" for side, methods in sides.items() if methods]
+    return (
+        "With only a few rates per method, " + "; ".join(parts) + ": their best rate may lie beyond the grid, so "
+        "their scores are lower bounds of what tuning would give."
+    )
+
+
+def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs made at the rate chosen for their backbone and method."""
+    return at_learning_rates(runs, chosen_learning_rates(runs), KEYS)
+
+
+def method_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every method at its chosen rate, per backbone and setting (full training cap): accuracy and costs. Seconds
+    are the median over seeds: a run slowed by other work sharing the machine does not move it."""
+    chosen = at_chosen_rates(runs)
+    chosen = chosen[chosen["fraction"] == 1.0]
+    if chosen.empty:
+        return pd.DataFrame(
+            columns=[
+                "backbone",
+                "setting",
+                "method",
+                "accuracy",
+                "sd",
+                "seeds",
+                "trainable",
+                "trained_pct",
+                "train_s",
+                "epoch_s",
+                "peak_mb",
+                "train_examples",
+                "learning_rate",
+            ]
+        )
+    table = chosen.groupby(["backbone", "setting", "method"]).agg(
+        accuracy=("main_metric_value", "mean"),
+        sd=("main_metric_value", "std"),
+        seeds=("seed", "nunique"),
+        trainable=("trainable_params", "first"),
+        trained_pct=("trained_pct", "first"),
+        train_s=("train_runtime_s", "median"),
+        epoch_s=("epoch_s", "median"),
+        peak_mb=("peak_rss_mb", "max"),
+        train_examples=("train_examples", "first"),
+        learning_rate=("config.learning_rate", "first"),
+    )
+    return table.reset_index().sort_values(
+        ["backbone", "setting", "accuracy"], ascending=[True, True, False], ignore_index=True
+    )
+
+
+def report_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The report's table (final validation accuracy, its five methods) with ours beside it."""
+    ours = method_table(runs)
+    rows = []
+    for backbone, stand_in in sorted(PEFT_REPORT_STAND_INS.items(), key=lambda kv: kv[1]):
+        for setting in PEFT_REPORT_SETTINGS.values():
+            published = published_frame(PEFT_REPORT)
+            published = published[(published["backbone"] == stand_in) & published["split"].str.contains(setting)]
+            rows.append(
+                {
+                    "source": f"published ({stand_in})",
+                    "setting": setting,
+                    **dict(zip(published["method"], (f"{v:.0f}" for v in published["value"]))),
+                }
+            )
+            mine = ours[(ours["backbone"] == backbone) & (ours["setting"] == setting)].set_index("method")
+            rows.append(
+                {
+                    "source": f"ours ({backbone})",
+                    "setting": setting,
+                    **{m: _accuracy_cell(mine, m) for m in PEFT_REPORT_METHODS},
+                }
+            )
+    return pd.DataFrame(rows, columns=["source", "setting", *PEFT_REPORT_METHODS])
+
+
+def _accuracy_cell(table: pd.DataFrame, method: str) -> str:
+    """A method's mean ± sd (seeds) from `method_table` rows indexed by method; '–' where it did not run."""
+    if method not in table.index:
+        return "–"
+    row = table.loc[method]
+    return format_mean_sd(row["accuracy"], row["sd"], row["seeds"])
+
+
+def report_costs() -> pd.DataFrame:
+    """The report's trainable parameters and GPU epoch seconds, for the cost columns of the side-by-side."""
+    return pd.DataFrame(
+        [
+            {"backbone": b, "method": m, "trainable (report)": PEFT_REPORT_PARAMS[b].get(m), "epoch s, GPU (report)": s}
+            for b, seconds in PEFT_REPORT_EPOCH_S.items()
+            for m, s in seconds.items()
+        ]
+    )
