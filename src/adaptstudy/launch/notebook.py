@@ -10,7 +10,7 @@ type fails before any data is read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,21 +21,34 @@ from adaptstudy.runs.base import ConfigError, validate
 CHECKED = "_parameters_checked"  # set in the notebook's namespace once its injected names were checked
 
 
-def parameters(namespace: MutableMapping[str, Any], declared: Iterable[str], model: type[BaseModel]) -> BaseModel:
+def parameters(
+    namespace: MutableMapping[str, Any],
+    declared: Iterable[str],
+    model: type[BaseModel],
+    derived: Mapping[str, Any] | None = None,
+) -> BaseModel:
     """Validate a notebook's parameters: `namespace` is the notebook's `globals()`, `declared` the snapshot at the
-    end of its parameters cell.
+    end of its parameters cell, `derived` the settings the notebook computes from its parameters (03_tapt's
+    corpus from its task), which a parameter may not set: it would be overwritten without a word.
 
     Names are checked once, on the first call: later calls (the cell re-run in Jupyter, after other cells
     assigned names of their own) validate the current values again, and nothing else.
     """
-    fields = list(model.model_fields)
+    fields, derived = list(model.model_fields), dict(derived or {})
     if not namespace.get(CHECKED):
         declared = set(declared)
-        unknown = sorted(k for k in namespace if k not in declared and k not in fields and not k.startswith("_"))
+        injected = [k for k in namespace if k not in declared and not k.startswith("_")]
+        unknown = sorted(k for k in injected if k not in fields)
         if unknown:
             hints = "; ".join(f"unknown notebook parameter {k!r}{did_you_mean(k, fields)}" for k in unknown)
             raise ConfigError(f"{hints}. Valid: {', '.join(fields)}")
-    values = {k: namespace[k] for k in fields if k in namespace}
+        overridden = sorted(k for k in injected if k in derived)
+        if overridden:
+            raise ConfigError(
+                f"notebook parameter {', '.join(map(repr, overridden))}: this notebook sets it from its other "
+                f"parameters (to {', '.join(repr(derived[k]) for k in overridden)}); leave it out"
+            )
+    values = {k: namespace[k] for k in fields if k in namespace} | derived
     config = validate(model, values, what="notebook parameter")
     namespace[CHECKED] = True
     return config

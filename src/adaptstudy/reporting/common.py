@@ -15,7 +15,7 @@ import seaborn as sns
 
 from adaptstudy.models.methods import METHODS
 from adaptstudy.reporting.published import published_frame
-from adaptstudy.runs.records import read_records, records_frame
+from adaptstudy.runs.records import flatten, read_records
 
 SELECTION_SEED = 0  # learning rates (and Houlsby's best adapter size) are chosen on this seed's runs
 CLAIM_COLUMNS = ["claim", "ours", "verdict"]
@@ -24,11 +24,8 @@ CLAIM_COLUMNS = ["claim", "ours", "verdict"]
 def load_runs(folder: str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
     """A study's runs: the flat columns of `records_frame`, plus `record`, each run's whole record, for the nested
     fields a chapter reads (history, fusion attention, the pretraining chain, per-task scores)."""
-    frame = records_frame(folder, status)
-    # read after the frame, so it holds every run of it even while a sweep adds records; a file is named by run id
-    records = {r["run_id"]: r for r in read_records(folder, status)}
-    run_ids = frame["run_id"] if "run_id" in frame else []
-    return frame.assign(record=pd.Series([records[i] for i in run_ids], index=frame.index, dtype=object))
+    records = read_records(folder, status)
+    return flatten(records).assign(record=pd.Series(records, dtype=object))
 
 
 def config_column(runs: pd.DataFrame, name: str, default=np.nan) -> pd.Series:

@@ -147,8 +147,13 @@ def read_records(results_dir: str | os.PathLike, status: str | None = "ok") -> l
 
 def records_frame(results_dir: str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
     """Records as a table: one row per run, metrics flattened to `metric.<name>` columns."""
+    return flatten(read_records(results_dir, status))
+
+
+def flatten(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per record: its scalar fields, `metric.<name>` and `config.<name>` columns."""
     rows = []
-    for record in read_records(results_dir, status):
+    for record in records:
         row = {k: v for k, v in record.items() if not isinstance(v, (dict, list))}
         row.update({f"metric.{k}": v for k, v in record["metrics"].items()})
         row.update({f"config.{k}": v for k, v in record["config"].items() if not isinstance(v, (dict, list))})
