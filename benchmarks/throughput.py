@@ -4,11 +4,11 @@ One process, one run: for each row the stock recipe and our path train the same 
 method, batch size and number of steps, one after the other, on real data from the mirror.
 
 - Classification (SST-2, MRPC; `full`, `houlsby`): stock = `Trainer`/`AdapterTrainer` with every
-  example padded to 128 tokens, as the `adapters` GLUE example does; ours = `adaptstudy.train.finetune`.
+  example padded to 128 tokens, as the `adapters` GLUE example does; ours = `adaptstudy.training.finetune.finetune`.
   Both train one epoch on the same examples with seeds 0, 1 and 2 and report the mean dev metric.
 - MLM (IMDb review text): stock = `BertForMaskedLM` + `DataCollatorForLanguageModeling` (15%),
   one review per row, padded to the longest in the batch, logits at every position; ours = packed
-  rows and the vocabulary projection at masked positions only (`adaptstudy.pretrain`).
+  rows and the vocabulary projection at masked positions only (`adaptstudy.models.mlm`).
 - Machine limit: the fp32 matmul peak, and each path's model FLOP utilization (MFU).
 
 Throughput is the median over timed steps (after warm-up steps); useful tokens are non-pad tokens.
@@ -262,7 +262,7 @@ def stock_mlm(texts, max_len, steps, batch_size):
 
 
 def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTENTION_DROPOUT):
-    """Packed rows, logits at masked positions only, bf16 autocast where native (`adaptstudy.pretrain`)."""
+    """Packed rows, logits at masked positions only, bf16 autocast where native (`adaptstudy.models.mlm`)."""
     timer = StepTimer()
     with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
         tok = load_tokenizer(BACKBONE)
