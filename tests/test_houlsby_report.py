@@ -113,6 +113,7 @@ def test_ablation_matrix_is_first_by_last():
     assert matrix.loc[0, 1] == 55.0 and matrix.loc[1, 1] == 66.0 and pd.isna(matrix.loc[1, 0])
 
 
+@pytest.mark.slow
 def test_a_layer_ablation_run_records_every_span_and_the_majority_class(data_dir):
     record = finetune(
         FinetuneConfig(

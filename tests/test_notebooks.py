@@ -334,6 +334,7 @@ def _text(nb) -> str:
     )
 
 
+@pytest.mark.slow
 def test_houlsby_chapter_renders_published_rows_with_and_without_records(smoke_run, tmp_path):
     results, _ = smoke_run
     for folder in (results, tmp_path / "none"):
