@@ -57,7 +57,7 @@ from adaptstudy.models.mlm import PRETRAIN_ATTENTION_DROPOUT, load_mlm
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.records import git_commit, versions
 from adaptstudy.training.device import native_bf16, training_arguments, use_bf16
-from adaptstudy.training.finetune import finetune, metric_fn
+from adaptstudy.training.finetune import TaskScorer, finetune
 
 hf_logging.set_verbosity_error()
 BACKBONE = "minilm-l6"
@@ -204,7 +204,7 @@ def stock_classification(task, method, n_train, batch_size, evaluate, seed):
             train_dataset=enc["train"],
             eval_dataset=enc[spec.eval_split],
             data_collator=default_data_collator,
-            compute_metrics=metric_fn(spec),
+            compute_metrics=TaskScorer(spec),
             callbacks=[timer],
         )
         trainer.train()

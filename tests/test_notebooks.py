@@ -10,12 +10,15 @@ import pytest
 import yaml
 from pydantic_core import PydanticUndefined
 
+from adaptstudy.data import resolve_task
+from adaptstudy.data.metrics import compute_metrics
 from adaptstudy.launch import sweep
 from adaptstudy.reporting import dsp as dr
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.notebook_params import AnalysisParams, BenchmarkParams, DataPrepParams, SweepParams
+from adaptstudy.runs.predictions import decode, examples_sha256
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.runs.records import REQUIRED_FIELDS, read_records
 
@@ -230,6 +233,18 @@ def test_finetune_notebook_writes_one_valid_record(smoke_run):
     assert record["trainable_params"] < 0.05 * record["total_params"]
     assert record["train_examples_per_s"] > 0 and record["peak_rss_mb"] > 0
     assert record["versions"]["adapters"] and len(record["history"]) == 1
+
+
+def test_finetune_record_stores_predictions_that_give_its_metrics_again(smoke_run):
+    results, _ = smoke_run
+    record = json.loads(next(results.glob("*.json")).read_text())
+    config = FinetuneConfig(**smoke("finetune.yaml"))
+    dev = config.load_splits()[record["eval_split"]]
+    stored = record["predictions"]
+    assert (stored["split"], stored["examples"]) == ("dev", len(dev)) == ("dev", record["eval_examples"])
+    assert stored["examples_sha256"] == examples_sha256(dev)
+    recomputed = compute_metrics(resolve_task("rte").metrics, decode(stored), dev["label"])
+    assert recomputed == pytest.approx(record["metrics"], abs=1e-9)
 
 
 def test_finetune_notebook_shows_the_result(smoke_run):

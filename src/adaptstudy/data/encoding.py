@@ -19,10 +19,14 @@ def tokenize_task(splits: DatasetDict, tokenizer, max_seq_length: int) -> Datase
     return splits.map(encode, batched=True, remove_columns=text_columns, desc="tokenize")
 
 
+def length_order(dataset) -> np.ndarray:
+    """Row indices by length (stable), so each evaluation batch pads only to its own longest."""
+    return np.argsort([len(ids) for ids in dataset["input_ids"]], kind="stable")
+
+
 def sort_by_length(dataset):
     """Evaluation order by length, so each batch pads only to its own longest (metrics ignore order)."""
-    lengths = [len(ids) for ids in dataset["input_ids"]]
-    return dataset.select(np.argsort(lengths, kind="stable").tolist())
+    return dataset.select(length_order(dataset).tolist())
 
 
 def pack_texts(texts: Iterable[str], tokenizer, max_seq_length: int, drop_last: bool = False) -> Dataset:

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from transformers import DataCollatorWithPadding, Trainer, set_seed
 
-from adaptstudy.data.encoding import sort_by_length, tokenize_task
+from adaptstudy.data.encoding import length_order, tokenize_task
 from adaptstudy.data.metrics import compute_metrics
 from adaptstudy.data.spec import TaskSpec
 from adaptstudy.data.tasks import resolve_task
@@ -23,21 +24,45 @@ from adaptstudy.models.backbones import load_tokenizer
 from adaptstudy.models.methods import adapters_removed, count_parameters
 from adaptstudy.models.methods.fusion import mean_attention
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.predictions import stored_predictions
 from adaptstudy.training import core
 from adaptstudy.training.callbacks import EpochTimer, FusionRegularization
 from adaptstudy.training.fusion import save_source_adapter
 from adaptstudy.training.starting_point import build_model
 
 
-def metric_fn(spec: TaskSpec):
-    """The Trainer's `compute_metrics` for a task: its metrics, in points."""
+class TaskScorer:
+    """The Trainer's `compute_metrics` for a task: its metrics, in points; it keeps the last evaluation's
+    predictions (`last`), which the record stores."""
 
-    def fn(eval_pred) -> dict[str, float]:
+    def __init__(self, spec: TaskSpec):
+        self.spec, self.last = spec, None
+
+    def __call__(self, eval_pred) -> dict[str, float]:
         logits, labels = eval_pred.predictions, eval_pred.label_ids
-        preds = logits.squeeze(-1) if spec.is_regression else np.argmax(logits, axis=-1)
-        return compute_metrics(spec.metrics, preds, labels)
+        self.last = logits.squeeze(-1) if self.spec.is_regression else np.argmax(logits, axis=-1)
+        return compute_metrics(self.spec.metrics, self.last, labels)
 
-    return fn
+
+class OrderRecordingTrainer(Trainer):
+    """A `Trainer` that remembers the order its last evaluation went through the examples (with `group_by_length`
+    transformers evaluates in a shuffled, length-grouped order), so predictions can be stored in the split's order.
+    The order is drawn exactly as without the recording: training and metrics do not change."""
+
+    class _Recording(torch.utils.data.Sampler):
+        def __init__(self, inner):
+            self.inner, self.order = inner, None
+
+        def __len__(self) -> int:
+            return len(self.inner)
+
+        def __iter__(self):
+            self.order = np.fromiter(iter(self.inner), dtype=int)
+            return iter(self.order.tolist())
+
+    def _get_eval_sampler(self, eval_dataset):
+        self.eval_sampler = self._Recording(super()._get_eval_sampler(eval_dataset))
+        return self.eval_sampler
 
 
 def epoch_history(log_history: list[dict], metrics: list[str]) -> list[dict[str, float]]:
@@ -100,7 +125,8 @@ def finetune(
     splits = config.load_splits()
     tokenizer = load_tokenizer(config.backbone)
     encoded = tokenize_task(splits, tokenizer, config.max_seq_length)
-    train_set, eval_set = encoded["train"], sort_by_length(encoded[spec.eval_split])
+    order = length_order(encoded[spec.eval_split])  # row i of eval_set is row order[i] of the split
+    train_set, eval_set = encoded["train"], encoded[spec.eval_split].select(order.tolist())
     fusing = config.method == "fusion"
     model = build_model(config, spec)
     counts = count_parameters(model)
@@ -123,13 +149,14 @@ def finetune(
             data_seed=config.data_seed,
         )
         timer = EpochTimer()
-        trainer = Trainer(
+        scorer = TaskScorer(spec)
+        trainer = OrderRecordingTrainer(
             model=model,
             args=args,
             train_dataset=train_set,
             eval_dataset=eval_set,
             data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=core.PAD_TO_MULTIPLE_OF),
-            compute_metrics=metric_fn(spec),
+            compute_metrics=scorer,
             callbacks=[timer, *([FusionRegularization()] if fusing else []), *callbacks],
         )
         train_output = session.train(trainer)
@@ -146,6 +173,8 @@ def finetune(
             else:
                 history.append({"epoch": round(epochs_run, 4), **scores})
         total_steps = trainer.state.global_step
+        predictions = np.empty_like(scorer.last)  # the final evaluation's, before any ablation evaluates again
+        predictions[order[trainer.eval_sampler.order]] = scorer.last
         ablation = layer_ablation(trainer, spec) if config.layer_ablation else None
         sources = list(config.fusion_sources) if fusing else None
         attention = mean_attention(trainer.model, trainer.get_eval_dataloader(), sources) if fusing else None
@@ -180,5 +209,6 @@ def finetune(
         train_examples_per_s=len(train_set) * epochs / train_time,
         train_tokens_per_s=tokens * epochs / train_time,
         **extra,
+        predictions=stored_predictions(predictions, splits[spec.eval_split], spec.eval_split, spec.is_regression),
         history=history,
     )

@@ -1,0 +1,55 @@
+"""What a fine-tuning record keeps of its predictions: one per example of the reported split, in the split's order,
+and a fingerprint of the examples, so any metric can be recomputed and the examples resampled from the record.
+
+Compact for a thousand records: class ids as one character each (0-9, then a-z: up to 36 classes), regression
+scores as one space-separated string with four decimals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from typing import Any
+
+import numpy as np
+from datasets import Dataset
+
+DIGITS = string.digits + string.ascii_lowercase
+TEXT_COLUMNS = ("text_a", "text_b")
+
+
+def examples_sha256(dataset: Dataset) -> str:
+    """A fingerprint of the examples (texts and labels, in order): equal when a reader scores the same examples."""
+    digest = hashlib.sha256()
+    columns = [c for c in (*TEXT_COLUMNS, "label") if c in dataset.column_names]
+    for row in zip(*(dataset[c] for c in columns)):
+        digest.update(("\t".join(map(str, row)) + "\n").encode())
+    return digest.hexdigest()
+
+
+def encode(predictions: np.ndarray, regression: bool) -> str:
+    """Predictions as one compact string (see the module docstring)."""
+    if regression:
+        return " ".join(f"{x:.4f}" for x in np.asarray(predictions, dtype=float))
+    ids = np.asarray(predictions, dtype=int)
+    if ids.size and (ids.min() < 0 or ids.max() >= len(DIGITS)):
+        raise ValueError(f"class ids must lie in 0..{len(DIGITS) - 1} to be stored, got {ids.min()}..{ids.max()}")
+    return "".join(DIGITS[i] for i in ids)
+
+
+def decode(stored: dict[str, Any]) -> np.ndarray:
+    """The predictions a record stored (`record["predictions"]`), as an array in the split's order."""
+    if stored["kind"] == "scores":
+        return np.array([float(x) for x in stored["values"].split()], dtype=float)
+    return np.array([DIGITS.index(c) for c in stored["values"]], dtype=int)
+
+
+def stored_predictions(predictions: np.ndarray, examples: Dataset, split: str, regression: bool) -> dict[str, Any]:
+    """The record's `predictions` field: which split and examples, and the predictions in the split's order."""
+    return {
+        "split": split,
+        "examples": len(examples),
+        "examples_sha256": examples_sha256(examples),
+        "kind": "scores" if regression else "class_ids",
+        "values": encode(predictions, regression),
+    }
