@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Mapping
@@ -22,7 +21,7 @@ from typing import Any
 import torch
 from transformers import Trainer, TrainingArguments
 
-from adaptstudy.common.files import is_complete
+from adaptstudy.common.files import is_complete, remove_folder
 from adaptstudy.runs.base import RunConfig, validate
 from adaptstudy.runs.records import base_record, peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
 from adaptstudy.training.callbacks import NonFiniteLossError, StopOnNonFiniteLoss, TimedCheckpoints
@@ -62,7 +61,7 @@ def last_complete_checkpoint(folder: Path) -> str | None:
         if is_complete(checkpoint):
             complete = checkpoint
         else:
-            shutil.rmtree(checkpoint, ignore_errors=True)
+            remove_folder(checkpoint)
     return str(complete) if complete else None
 
 
