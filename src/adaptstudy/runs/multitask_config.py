@@ -118,14 +118,20 @@ class MultiTaskConfig(RunConfig):
 
     def load_splits(self) -> dict[str, DatasetDict]:
         """Per task: train (capped), validation and test, by the paper's rule."""
-        out = {}
-        for task in self.tasks:
-            spec = resolve_task(task)
-            splits = selection_splits(load_task(task, self.data_dir), spec, self.data_seed)
-            if self.max_train_examples is not None:
-                splits["train"] = subsample(splits["train"], self.max_train_examples, self.data_seed)
-            if self.max_eval_examples is not None:
-                for split in ("validation", "test"):
-                    splits[split] = subsample(splits[split], self.max_eval_examples, self.data_seed)
-            out[task] = splits
-        return out
+        return {
+            task: task_splits(task, self.data_dir, self.data_seed, self.max_train_examples, self.max_eval_examples)
+            for task in self.tasks
+        }
+
+
+def task_splits(
+    task: str, data_dir, data_seed: int, max_train_examples: int | None, max_eval_examples: int | None
+) -> DatasetDict:
+    """One task's train (capped), validation and test by the Hyperformer paper's rule, as a multi-task run sees them."""
+    splits = selection_splits(load_task(task, data_dir), resolve_task(task), data_seed)
+    if max_train_examples is not None:
+        splits["train"] = subsample(splits["train"], max_train_examples, data_seed)
+    if max_eval_examples is not None:
+        for split in ("validation", "test"):
+            splits[split] = subsample(splits[split], max_eval_examples, data_seed)
+    return splits

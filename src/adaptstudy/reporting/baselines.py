@@ -1,0 +1,120 @@
+"""Constant baselines, and the runs that learned nothing.
+
+Per task and reported split: the score of the best constant prediction (the majority class for accuracy; all
+positive for binary F1; 0 for correlations and Matthews). A run learned nothing when at least 95% of its stored
+predictions are one class, or when its main metric is not above the constant's by more than noise: a one-sided 95%
+margin of 1.645 standard errors — of the majority share on accuracy, of a coin (√(¼/n)) on F1 scores, 1/√n on a
+correlation. Binary F1 is checked on accuracy instead (it rewards predicting every example positive: MRPC's
+constant scores 81.2). Such a run is flagged wherever it appears and cannot support a verdict (`evidence`).
+
+The labels come from the data mirror, cut exactly as the run cut its reported split (its config).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import pandas as pd
+
+from adaptstudy.data.metrics import compute_metrics
+from adaptstudy.data.tasks import load_task, resolve_task
+from adaptstudy.runs.multitask_config import task_splits
+from adaptstudy.runs.predictions import decode
+
+Z = 1.645
+CONCENTRATED = 0.95  # share of the predictions in one class from which a run learned nothing
+CORRELATIONS = ("mcc", "pearson", "spearman")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A task's constant baseline on a reported split: the main metric of the best constant prediction, and the
+    metric, constant score and noise margin a run is checked against."""
+
+    constant: float
+    check: str
+    check_constant: float
+    margin: float
+    examples: int
+
+
+def baseline(task: str, labels: np.ndarray) -> Baseline:
+    """The constant baseline of `task` on examples with these `labels`."""
+    spec = resolve_task(task)
+    labels = np.asarray(labels)
+    n = len(labels)
+    check = "accuracy" if spec.main_metric == "f1" else spec.main_metric
+    if spec.is_regression:
+        constants = {m: 0.0 for m in spec.metrics}
+    else:
+        scores = [compute_metrics(spec.metrics, np.full_like(labels, c), labels) for c in np.unique(labels)]
+        constants = {m: max(s[m] for s in scores) for m in spec.metrics}
+    return Baseline(constants[spec.main_metric], check, constants[check], noise_margin(check, labels), n)
+
+
+def noise_margin(metric: str, labels: np.ndarray) -> float:
+    """How far above the constant a score must be to count as learning (see the module docstring)."""
+    n = len(labels)
+    if metric in CORRELATIONS:
+        return Z * 100 / np.sqrt(n)
+    share = np.bincount(labels).max() / n if metric == "accuracy" else 0.5
+    return float(Z * 100 * np.sqrt(share * (1 - share) / n))
+
+
+@cache
+def _labels(task: str, data_seed: int, resplit_train_share, max_eval_examples, multitask: bool) -> np.ndarray:
+    if multitask:
+        return np.asarray(task_splits(task, None, data_seed, None, max_eval_examples)["test"]["label"])
+    spec = resolve_task(task)
+    splits = load_task(task, None, None, data_seed, resplit_train_share, max_eval_examples)
+    return np.asarray(splits[spec.eval_split]["label"])
+
+
+def reported_labels(record: dict, task: str | None = None) -> np.ndarray:
+    """The labels of the split a record reports (for a multi-task record: `task`'s test split), in the split's
+    order, from the data mirror."""
+    config = record["config"]
+    multitask = "tasks" in record
+    return _labels(
+        task or record["task"],
+        config.get("data_seed", 0),
+        config.get("resplit_train_share"),
+        config.get("max_eval_examples"),
+        multitask,
+    )
+
+
+def record_baseline(record: dict, task: str | None = None) -> Baseline:
+    task = task or record["task"]
+    return baseline(task, reported_labels(record, task))
+
+
+def learned_nothing(record: dict, task: str | None = None) -> bool:
+    """Whether a run (a multi-task run: on `task`) learned nothing (see the module docstring)."""
+    task = task or record["task"]
+    spec = resolve_task(task)
+    stored = record.get("predictions")
+    if stored and stored["kind"] == "class_ids" and not spec.is_regression:
+        counts = np.bincount(decode(stored))
+        if counts.max() >= CONCENTRATED * counts.sum():
+            return True
+    base = record_baseline(record, task)
+    key = f"{task}/{base.check}" if "tasks" in record else base.check
+    score, check_constant, margin = record["metrics"].get(key), base.check_constant, base.margin
+    if score is None:  # a multi-task record keeps the main metric alone
+        score, check_constant = record["metrics"][f"{task}/{spec.main_metric}"], base.constant
+        margin = noise_margin(spec.main_metric, reported_labels(record, task))
+    return bool(score <= check_constant + margin)
+
+
+def flag_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Single-task runs with `constant` (the main metric of the constant prediction on their reported split) and
+    `learned_nothing`."""
+    if runs.empty:
+        return runs.assign(constant=pd.Series(dtype=float), learned_nothing=pd.Series(dtype=bool))
+    return runs.assign(
+        constant=[record_baseline(r).constant for r in runs["record"]],
+        learned_nothing=np.array([learned_nothing(r) for r in runs["record"]], dtype=bool),
+    )
