@@ -6,7 +6,8 @@ published threshold, a baseline with no spread).
 
 The interval is a Welch t-interval over seeds; where every run of the comparison stored its predictions, its
 variance is widened by a paired bootstrap over evaluation examples (the same resampled examples for both arms and
-every seed), so the interval also covers which examples were drawn for the reported split. A percentile bootstrap
+every seed), so the interval also covers which examples were drawn for the reported split (conservatively: where runs err on
+different examples, their example noise is already in the spread over seeds and is counted twice). A percentile bootstrap
 over seeds alone is not used: its variance is (n − 1)/n of the sample's, so with 3 seeds its "95%" interval is
 about as wide as a t-interval at 89%, and it never reaches beyond the seeds observed.
 
