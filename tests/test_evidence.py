@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from adaptstudy.data.metrics import compute_metrics
-from adaptstudy.reporting.evidence import VERDICTS, Arm, Rule, Unit, all_of, judge, resampled_metric
+from adaptstudy.reporting.evidence import VERDICTS, Arm, Rule, Unit, all_of, contrast, judge, resampled_metric
 
 TASKS, SEEDS, DRAWS = 5, 5, 500
 
@@ -16,7 +16,7 @@ def synthetic_units(rng, effect: float, sd: float = 0.5, seeds: int = SEEDS) -> 
     for task in range(TASKS):
         level = rng.uniform(50, 90)
         units.append(
-            Unit(
+            contrast(
                 f"task{task}",
                 Arm(level + effect + rng.normal(0, sd, seeds)),
                 Arm(level + rng.normal(0, sd, seeds)),
@@ -51,13 +51,22 @@ def test_a_parity_claim_is_judged_against_its_margin():
 def test_an_arm_that_learned_nothing_or_has_fewer_than_3_seeds_is_not_testable():
     rng = np.random.default_rng(2)
     units = synthetic_units(rng, 5.0)
-    units[3].b.learned_nothing = 1  # one collapsed run, however large the effect
+    units[3].terms[1][1].learned_nothing = 1  # one collapsed run, however large the effect
     judged = judge(units, Rule("above", 0.0))
-    assert judged.verdict == "not testable" and "task3: 1 run(s) learned nothing" in judged.why
+    assert judged.verdict == "not testable" and judged.why == "learned nothing: task3 (1 run)"
     thin = synthetic_units(rng, 5.0, seeds=2)
     judged = judge(thin, Rule("above", 0.0))
-    assert judged.verdict == "not testable" and "fewer than 3" in judged.why
+    assert judged.verdict == "not testable" and judged.why.startswith("fewer than 3 reported seeds: task0 (2), task1 (2)")
     assert not np.isnan(judged.low)  # the interval is still shown
+
+
+def test_a_difference_of_differences_adds_the_variance_of_each_arm():
+    rng = np.random.default_rng(7)
+    arms = [Arm(rng.normal(m, 1.0, 5)) for m in (72, 70, 60, 59)]  # gain 2 against gain 1
+    judged = judge([Unit("t", [(1, arms[0]), (-1, arms[1]), (-1, arms[2]), (1, arms[3])])], Rule("above", 0.0))
+    two = judge([contrast("t", arms[0], arms[1])], Rule("above", 0.0))
+    assert judged.effect == pytest.approx(two.effect - (arms[2].scores.mean() - arms[3].scores.mean()))
+    assert judged.high - judged.low > two.high - two.low
 
 
 def test_per_unit_detail_rides_along_and_a_conjunction_needs_every_part():
@@ -80,7 +89,7 @@ def prediction_units(rng, effect: float, n: int = 300) -> list[Unit]:
             runs = [np.where(rng.random(n) < p + rng.normal(0, 0.01), labels, 1 - labels) for _ in range(3)]
             scores = [compute_metrics(["accuracy"], r, labels)["accuracy"] for r in runs]
             arms.append(Arm(scores, predictions=runs))
-        units.append(Unit(f"task{task}", *arms, labels=labels, metric="accuracy"))
+        units.append(contrast(f"task{task}", *arms, labels=labels, metric="accuracy"))
     return units
 
 

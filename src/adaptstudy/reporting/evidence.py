@@ -56,11 +56,14 @@ class Rule:
 @dataclass
 class Arm:
     """The reported runs of one side of a comparison in one unit: their scores (one per seed), how many learned
-    nothing, and, when every run stored them, their predictions on the unit's examples (in the labels' order)."""
+    nothing, and, when every run stored them, their predictions and the examples' labels (in the split's order);
+    `run_ids` name the runs."""
 
     scores: Sequence[float]
     learned_nothing: int = 0
     predictions: Sequence[np.ndarray] | None = None
+    labels: np.ndarray | None = None
+    run_ids: tuple[str, ...] = ()
 
     def __post_init__(self):
         self.scores = np.asarray(self.scores, dtype=float)
@@ -68,33 +71,52 @@ class Arm:
 
 @dataclass
 class Unit:
-    """One task (or task × setting) of a comparison: arm a against arm b (an Arm, or a constant). `labels` and
-    `metric` are given when the predictions of both arms are, for the bootstrap over examples."""
+    """One task (or task × setting) of a comparison: a weighted sum of arms (a − b; or a difference of differences,
+    as a gain over a baseline against another's) plus a constant. `labels` and `metric` are given when every arm
+    stored its predictions on these examples, for the bootstrap over examples."""
 
     name: str
-    a: Arm
-    b: Arm | float
+    terms: list[tuple[float, Arm]]
+    offset: float = 0.0
     labels: np.ndarray | None = None
     metric: str | None = None
 
     def arms(self) -> list[Arm]:
-        return [self.a] + ([self.b] if isinstance(self.b, Arm) else [])
+        return [arm for _, arm in self.terms]
 
-    def testable(self) -> str | None:
-        """Why the unit cannot be judged, or None."""
-        for arm in self.arms():
-            if arm.learned_nothing:
-                return f"{self.name}: {arm.learned_nothing} run(s) learned nothing"
-            if len(arm.scores) < MIN_SEEDS:
-                return f"{self.name}: {len(arm.scores)} reported seed(s), fewer than {MIN_SEEDS}"
+    def testable(self) -> tuple[str, str] | None:
+        """Why the unit cannot be judged, as (reason, this unit's part of it), or None."""
+        collapsed = sum(arm.learned_nothing for arm in self.arms())
+        if collapsed:
+            return "learned nothing", f"{self.name} ({collapsed} run{'s' if collapsed > 1 else ''})"
+        thin = min(len(arm.scores) for arm in self.arms())
+        if thin < MIN_SEEDS:
+            return f"fewer than {MIN_SEEDS} reported seeds", f"{self.name} ({thin})"
         return None
 
     def effect(self) -> float:
-        b = self.b.scores.mean() if isinstance(self.b, Arm) else float(self.b)
-        return float(self.a.scores.mean() - b)
+        if any(len(arm.scores) == 0 for arm in self.arms()):
+            return np.nan
+        return float(sum(w * arm.scores.mean() for w, arm in self.terms) + self.offset)
+
+    def shared_labels(self) -> np.ndarray | None:
+        """The labels the bootstrap resamples: given, or those every arm stored predictions on (else None)."""
+        if self.labels is not None:
+            return self.labels
+        labels = [arm.labels for arm in self.arms()]
+        if any(x is None for x in labels) or any(not np.array_equal(labels[0], x) for x in labels[1:]):
+            return None
+        return labels[0]
 
     def has_predictions(self) -> bool:
-        return self.labels is not None and all(arm.predictions is not None for arm in self.arms())
+        return self.shared_labels() is not None and all(arm.predictions is not None for arm in self.arms())
+
+
+def contrast(name: str, a: Arm, b: Arm | float, labels: np.ndarray | None = None, metric: str | None = None) -> Unit:
+    """The unit a − b (b an arm, or a constant such as a threshold or a baseline's score)."""
+    if isinstance(b, Arm):
+        return Unit(name, [(1.0, a), (-1.0, b)], labels=labels, metric=metric)
+    return Unit(name, [(1.0, a)], offset=-float(b), labels=labels, metric=metric)
 
 
 @dataclass
@@ -122,9 +144,13 @@ def judge(units: Sequence[Unit], rule: Rule, resamples: int = RESAMPLES, seed: i
     judgements ride along in `.units` for a chapter's detail."""
     if not units:
         return Judgement(np.nan, np.nan, np.nan, 0, "not testable", "–", why="no runs")
-    effect = float(np.mean([u.effect() for u in units]))
+    effect = float(np.mean([u.effect() for u in units]))  # nan where an arm has no runs
     seeds = min(len(arm.scores) for u in units for arm in u.arms())
-    why = "; ".join(w for u in units if (w := u.testable()))
+    reasons: dict[str, list[str]] = {}
+    for u in units:
+        if (why := u.testable()) is not None:
+            reasons.setdefault(why[0], []).append(why[1])
+    why = "; ".join(f"{reason}: {', '.join(parts)}" for reason, parts in reasons.items())
     low, high, method = _interval(units, resamples, seed)
     verdict = "not testable" if why else rule.verdict(low, high)
     judgement = Judgement(effect, low, high, seeds, verdict, method, why)
@@ -147,10 +173,10 @@ def all_of(judgements: Sequence[Judgement]) -> str:
 def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, float, str]:
     """The 95% interval of the effect (see the module docstring) and the name of the method."""
     n_units = len(units)
-    parts = [  # (variance of the mean of each arm, its degrees of freedom), scaled to the mean over units
-        (arm.scores.var(ddof=1) / len(arm.scores) / n_units**2, len(arm.scores) - 1)
+    parts = [  # (variance of each weighted arm mean, its degrees of freedom), scaled to the mean over units
+        (w**2 * arm.scores.var(ddof=1) / len(arm.scores) / n_units**2, len(arm.scores) - 1)
         for u in units
-        for arm in u.arms()
+        for w, arm in u.terms
         if len(arm.scores) > 1
     ]
     if len(parts) < len(sum((u.arms() for u in units), [])):
@@ -172,13 +198,11 @@ def _example_bootstrap(units: Sequence[Unit], resamples: int, seed: int) -> np.n
     rng = np.random.default_rng(seed)
     total = np.zeros(resamples)
     for u in units:
-        idx = rng.integers(0, len(u.labels), size=(resamples, len(u.labels)))
-        mean_a = np.mean([resampled_metric(u.metric, p, u.labels, idx) for p in u.a.predictions], axis=0)
-        if isinstance(u.b, Arm):
-            mean_b = np.mean([resampled_metric(u.metric, p, u.labels, idx) for p in u.b.predictions], axis=0)
-        else:
-            mean_b = float(u.b)
-        total += mean_a - mean_b
+        labels = u.shared_labels()
+        idx = rng.integers(0, len(labels), size=(resamples, len(labels)))
+        for w, arm in u.terms:
+            total += w * np.mean([resampled_metric(u.metric, p, labels, idx) for p in arm.predictions], axis=0)
+        total += u.offset
     return total / len(units)
 
 

@@ -11,8 +11,11 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.common import SELECTION_SEED, claim_row, claims_table, config_column, not_run
-from adaptstudy.reporting.houlsby.tables import SIZES, chosen_learning_rates, size_table
+from adaptstudy.reporting.baselines import flag_runs
+from adaptstudy.reporting.claims import Verdict, arm, declare, reported, verdict_of, verdict_table
+from adaptstudy.reporting.common import SELECTION_SEED, config_column
+from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast
+from adaptstudy.reporting.houlsby.tables import at_chosen_rates, best_sizes, chosen_learning_rates
 
 
 def tradeoff_frame(runs: pd.DataFrame) -> pd.DataFrame:
@@ -110,123 +113,177 @@ def plot_init(frame: pd.DataFrame):
     return ax
 
 
-def claims(runs: pd.DataFrame) -> pd.DataFrame:
-    """A plain verdict per claim of the paper, with the figures it rests on."""
-    sizes = size_table(runs)
-    means = sizes.pivot(index="task", columns="label", values="mean") if not sizes.empty else pd.DataFrame()
-    return claims_table(
-        [
-            _gap_claim(means),
-            _top_k_claim(runs),
-            *_ablation_claims(ablation_records(runs)),
-            _init_claim(runs),
-            _size_claim(means),
-        ]
-    )
+PAPER = "Houlsby et al. 2019"
+PARITY = declare(
+    "houlsby.parity",
+    PAPER,
+    "Adapters (the best size per task) come within about 0.4 points of full fine-tuning",
+    "Table 1",
+    "−0.4 (BERT-large, GLUE test, 9 tasks); course reproduction (BERT-base, dev accuracy): MRPC +0.8 (85.8 vs "
+    "85.0), CoLA −0.9 (81.8 vs 82.7)",
+    "mean over tasks of adapters (best size) − full fine-tuning",
+    Rule("above", -1.0),
+)
+PARITY_64 = declare(
+    "houlsby.parity-64",
+    PAPER,
+    "Adapters of size 64 come within a point of full fine-tuning",
+    "Table 1",
+    "−0.8 (BERT-large, GLUE test)",
+    "mean over tasks of adapters (size 64) − full fine-tuning",
+    Rule("above", -1.0),
+)
+TOP_K = declare(
+    "houlsby.top-k",
+    PAPER,
+    "Adapters beat fine-tuning the top k layers with no more trained parameters",
+    "Figures 3–4",
+    "adapters above top-k at every budget (BERT-base, MNLI/CoLA)",
+    "mean over (task, k) of the largest adapter within top-k's budget − top-k",
+    Rule("above", 0.0),
+)
+SIZE = declare(
+    "houlsby.size",
+    PAPER,
+    "Performance is robust to the adapter size",
+    "Section 3.6, Figure 5",
+    "mean validation accuracy 8: 86.2, 64: 85.8, 256: 85.3 (BERT-large)",
+    "mean over tasks of size 8 − size 256",
+    Rule("within", 1.0),
+)
+ONE_LAYER = declare(
+    "houlsby.ablation-one",
+    PAPER,
+    "Removing the adapters of any single layer costs little (at most 2 points)",
+    "Figure 6",
+    "at most 2 points (BERT-base, MNLI/CoLA)",
+    "mean over tasks of the largest drop from removing one layer's adapters",
+    Rule("below", 2.0),
+)
+ALL_LAYERS = declare(
+    "houlsby.ablation-all",
+    PAPER,
+    "Removing every adapter falls to the majority-class level",
+    "Figure 6",
+    "majority class (BERT-base, MNLI/CoLA)",
+    "mean over tasks of the score without adapters − the constant prediction's",
+    Rule("within", 5.0),
+)
+LOWER_LAYERS = declare(
+    "houlsby.ablation-lower",
+    PAPER,
+    "Adapters of the lower layers matter less than those of the upper layers",
+    "Figure 6",
+    "removing lower layers' adapters costs less (BERT-base)",
+    "mean over tasks of the score without the lower half's adapters − without the upper half's",
+    Rule("above", 0.0),
+)
+INIT_STABLE = declare(
+    "houlsby.init-stable",
+    PAPER,
+    "Performance is stable for initialisation std up to 1e-2",
+    "Figure 6 (right)",
+    "flat up to 1e-2 (BERT-base, MNLI/CoLA)",
+    "mean over tasks of std 1e-2 − the smallest std",
+    Rule("within", 1.0),
+)
+INIT_DEGRADES = declare(
+    "houlsby.init-degrades",
+    PAPER,
+    "Performance degrades with initialisation std above 1e-2",
+    "Figure 6 (right)",
+    "lower above 1e-2, most on CoLA",
+    "mean over tasks of the smallest std − the largest",
+    Rule("above", 0.0),
+)
 
 
-def _gap_claim(means: pd.DataFrame) -> dict[str, str]:
-    """Adapters come within about 0.4 points of full fine-tuning on average (Table 1)."""
-    if not {"full", "houlsby-64"} <= set(means.columns):
-        return not_run("Adapters come within about 0.4 points of full fine-tuning (Table 1)")
-    tasks = means.dropna(subset=["full", "houlsby-64"]).index
-    best = means.loc[tasks, [c for c in means.columns if c.startswith("houlsby-")]].max(axis=1)
-    gap_best = (best - means.loc[tasks, "full"]).mean()
-    gap_64 = (means.loc[tasks, "houlsby-64"] - means.loc[tasks, "full"]).mean()
-    return claim_row(
-        "Adapters come within about 0.4 points of full fine-tuning (Table 1; −0.4 best size, −0.8 size 64)",
-        f"ours over {len(tasks)} tasks: best size {gap_best:+.1f}, size 64 {gap_64:+.1f} points",
-        gap_best >= -1.0,
-        partly=gap_best >= -3.0,
-    )
+def verdicts(runs: pd.DataFrame) -> list[Verdict]:
+    """Every claim of the chapter judged on the runs of the seeds that chose nothing (rates and sizes were chosen
+    on the selection seed); runs that learned nothing are flagged."""
+    runs = flag_runs(runs)
+    table = reported(at_chosen_rates(runs))
+    best = best_sizes(runs)
+    metric = runs.groupby("task")["main_metric"].first().to_dict() if not runs.empty else {}
 
+    def cells(task: str, label: str) -> Arm:
+        return arm(table[(table["task"] == task) & (table["label"] == label)])
 
-def _top_k_claim(runs: pd.DataFrame) -> dict[str, str]:
-    """Adapters beat fine-tuning only the top layers at the same number of trained parameters (Figures 3–4)."""
-    claim = "Adapters beat top-k fine-tuning with no more trained parameters (Figures 3–4)"
-    comparisons = []
-    for task, group in tradeoff_frame(runs).groupby("task"):
-        adapters, top = group[group["method"] == "houlsby"], group[group["method"] == "top_k"]
-        for _, t in top.iterrows():
-            cheaper = adapters[adapters["trainable_params"] <= t["trainable_params"]]
-            if not cheaper.empty:
-                comparisons.append((task, t["label"], cheaper["main_metric_value"].max() - t["main_metric_value"]))
-    if not comparisons:
-        return not_run(claim)
-    wins = sum(d >= 0 for *_, d in comparisons)
-    detail = "; ".join(f"{task} {label}: {d:+.1f}" for task, label, d in comparisons)
-    return claim_row(
-        claim,
-        f"best adapter with ≤ the parameters, minus top-k: {detail}",
-        wins == len(comparisons),
-        partly=wins > 0,
-    )
-
-
-def _ablation_claims(ablations: list[dict]) -> list[dict[str, str]]:
-    """The layer ablation (Figure 6): single layers cost little, all of them everything, lower layers less."""
-    if not ablations:
-        return [not_run("Layer ablation (Figure 6)")]
-    single, everything, lower_upper = [], [], []
-    for record in ablations:
-        m = ablation_matrix(record)
-        full_score, n = record["metrics"][record["main_metric"]], len(m)
-        single.append(max(full_score - m.loc[i, i] for i in range(n)))
-        everything.append((record["task"], m.loc[0, n - 1], record.get("majority_class_score")))
-        half = n // 2
-        lower_upper.append(m.loc[0, half - 1] - m.loc[half, n - 1])
+    tasks = sorted(set(table.loc[table["label"] == "full", "task"]))
     return [
-        claim_row(
-            "Removing one layer's adapters costs little (at most 2 points in the paper)",
-            f"largest single-layer drop: {', '.join(f'{d:.1f}' for d in single)} points",
-            max(single) <= 2.0,
-            partly=min(single) <= 2.0,
-        ),
-        claim_row(
-            "Removing every adapter falls to the majority-class level",
-            "; ".join(
-                f"{t}: {v:.1f} (majority class {mc:.1f})" if mc is not None else f"{t}: {v:.1f}"
-                for t, v, mc in everything
-            ),
-            all(mc is not None and abs(v - mc) <= 5.0 for _, v, mc in everything),
-        ),
-        claim_row(
-            "Lower layers' adapters matter less than upper layers'",
-            "score without the lower half minus without the upper half: " + ", ".join(f"{d:+.1f}" for d in lower_upper),
-            all(d >= 0 for d in lower_upper),
-            partly=any(d >= 0 for d in lower_upper),
-        ),
+        verdict_of(PARITY, [[contrast(t, cells(t, best[t]), cells(t, "full"), metric=metric[t]) for t in tasks if t in best]]),
+        verdict_of(PARITY_64, [[contrast(t, cells(t, "houlsby-64"), cells(t, "full"), metric=metric[t]) for t in tasks]]),
+        verdict_of(TOP_K, [_top_k_units(runs)]),
+        verdict_of(SIZE, [[contrast(t, cells(t, "houlsby-8"), cells(t, "houlsby-256"), metric=metric[t]) for t in tasks]]),
+        *_ablation_verdicts(runs),
+        *_init_verdicts(runs),
     ]
 
 
-def _init_claim(runs: pd.DataFrame) -> dict[str, str]:
-    """The initialisation scale, judged per task (metrics of different tasks are not on one scale)."""
-    claim = "Performance is stable for init std up to 1e-2 and degrades above"
-    init = init_frame(runs)
-    per_task = [(t, g) for t, g in init.groupby("task") if g["init_std"].nunique() >= 3] if not init.empty else []
-    if not per_task:
-        return not_run(claim)
-    details, stable, degrades = [], [], []
-    for task, group in per_task:
-        small = group[group["init_std"] <= 1e-2]["main_metric_value"]
-        large = group[group["init_std"] > 1e-2]["main_metric_value"]
-        spread, drop = small.max() - small.min(), small.mean() - large.mean()
-        stable.append(spread <= 2.0)
-        degrades.append(drop > 1.0)
-        details.append(f"{task}: spread up to 1e-2 {spread:.1f} points, mean above 1e-2 {drop:.1f} points lower")
-    return claim_row(claim, "; ".join(details), all(stable) and all(degrades), partly=any(stable) or any(degrades))
+def claims(runs: pd.DataFrame) -> pd.DataFrame:
+    """The chapter's verdict table."""
+    return verdict_table(verdicts(runs))
 
 
-def _size_claim(means: pd.DataFrame) -> dict[str, str]:
-    """Performance is robust to the adapter size."""
-    claim = "Performance is robust to the adapter size (8–256)"
-    adapter_cols = [f"houlsby-{s}" for s in SIZES if f"houlsby-{s}" in means.columns]
-    if len(adapter_cols) != len(SIZES):
-        return not_run(claim)
-    spread = (means[adapter_cols].max(axis=1) - means[adapter_cols].min(axis=1)).dropna()
-    return claim_row(
-        claim,
-        "spread across sizes: " + ", ".join(f"{t} {v:.1f}" for t, v in spread.items()),
-        spread.max() <= 2.0,
-        partly=spread.median() <= 2.0,
+def _top_k_units(runs: pd.DataFrame) -> list[Unit]:
+    """Per task and k: the largest adapter within top-k's trained parameters against top-k, paired as on the
+    trade-off plot (the selection seed) and judged on the other seeds."""
+    frame = tradeoff_frame(runs)
+    units = []
+    for task, group in frame.groupby("task"):
+        adapters, top = group[group["method"] == "houlsby"], group[group["method"] == "top_k"]
+        for _, t in top.iterrows():
+            cheaper = adapters[adapters["trainable_params"] <= t["trainable_params"]]
+            if cheaper.empty:
+                continue
+            a = cheaper.loc[cheaper["trainable_params"].idxmax(), "label"]
+            same = reported(runs[runs["plain"] & (runs["task"] == task)])
+            units.append(contrast(f"{task} {t['label']} vs {a}", arm(same[same["label"] == a]),
+                                  arm(same[same["label"] == t["label"]])))
+    return units
+
+
+def _ablation_verdicts(runs: pd.DataFrame) -> list[Verdict]:
+    """The layer ablation: per task, each reported seed's ablation record gives one value per claim."""
+    by_task: dict[str, list[dict]] = {}
+    for record in ablation_records(reported(runs)):
+        by_task.setdefault(record["task"], []).append(record)
+    tasks = sorted({r["task"] for r in ablation_records(runs)})
+    one, everything, lower = [], [], []
+    for task in tasks:
+        records = by_task.get(task, [])
+        stats = [_ablation_stats(r) for r in records]
+        ids = tuple(r["run_id"] for r in records)
+        one.append(contrast(task, Arm([s[0] for s in stats], run_ids=ids), 0.0))
+        everything.append(contrast(task, Arm([s[1] for s in stats], run_ids=ids), 0.0))
+        lower.append(contrast(task, Arm([s[2] for s in stats], run_ids=ids), 0.0))
+    return [verdict_of(ONE_LAYER, [one]), verdict_of(ALL_LAYERS, [everything]), verdict_of(LOWER_LAYERS, [lower])]
+
+
+def _ablation_stats(record: dict) -> tuple[float, float, float]:
+    """(largest single-layer drop, score without adapters − the constant's, without lower half − without upper)."""
+    m = ablation_matrix(record)
+    score, n = record["metrics"][record["main_metric"]], len(m)
+    half = n // 2
+    constant = record.get("majority_class_score") or 0.0
+    return (
+        max(score - m.loc[i, i] for i in range(n)),
+        m.loc[0, n - 1] - constant,
+        m.loc[0, half - 1] - m.loc[half, n - 1],
     )
+
+
+def _init_verdicts(runs: pd.DataFrame) -> list[Verdict]:
+    """The initialisation scale, per task: std 1e-2 against the smallest, the smallest against the largest."""
+    init = init_frame(flag_runs(runs) if "learned_nothing" not in runs else runs)
+    stable, degrades = [], []
+    for task, group in init.groupby("task"):
+        stds = sorted(group["init_std"].unique())
+        if len(stds) < 3:
+            continue
+        shown = reported(group)
+        at = {s: arm(shown[np.isclose(shown["init_std"], s)]) for s in stds}
+        if any(np.isclose(stds, 1e-2)):
+            stable.append(contrast(task, at[stds[int(np.argmin(np.abs(np.log10(stds) + 2)))]], at[stds[0]]))
+        degrades.append(contrast(task, at[stds[0]], at[stds[-1]]))
+    return [verdict_of(INIT_STABLE, [stable]), verdict_of(INIT_DEGRADES, [degrades])]

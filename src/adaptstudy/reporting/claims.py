@@ -1,0 +1,127 @@
+"""Claims, written down before the runs that judge them: the paper's sentence and where it stands, what it reports,
+the effect we measure and the rule that decides (`evidence.Rule`). Each chapter declares its claims in its claims
+module (`declare`) and judges them on its runs (`Verdict`); the scorecard lists every declared claim.
+
+A chapter that chose settings (a learning rate, an adapter size) on the selection seed reports the other seeds
+only (`reported`): a verdict never rests on the runs that chose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from adaptstudy.common.registry import Registry
+from adaptstudy.reporting.baselines import reported_labels
+from adaptstudy.reporting.evidence import VERDICTS, Arm, Judgement, Rule, Unit, all_of, judge
+from adaptstudy.runs.predictions import decode
+
+SELECTION_SEED = 0  # the seed whose runs chose learning rates and adapter sizes in the committed chapters
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper: `key` (chapter.name), the paper, its sentence and where it stands, what it reports,
+    the effect we measure (points unless said) and the decision rule; `chapter` is the book page that judges it."""
+
+    key: str
+    paper: str
+    sentence: str
+    where: str
+    published: str
+    effect: str
+    rule: Rule
+    chapter: str
+
+
+CLAIMS: Registry[Claim] = Registry("claim")
+
+
+def declare(key: str, paper: str, sentence: str, where: str, published: str, effect: str, rule: Rule) -> Claim:
+    """A claim, registered under `key` (its chapter is the key's first part)."""
+    if key in CLAIMS:
+        raise ValueError(f"claim {key!r} is declared twice")
+    return CLAIMS.add(key, Claim(key, paper, sentence, where, published, effect, rule, key.split(".")[0]))
+
+
+@dataclass
+class Verdict:
+    """A claim judged on runs: one judgement per comparison it needs (all must hold), the runs behind it, and
+    what a reader needs beside the verdict (`detail`; `why` overrides the verdict with `not testable`)."""
+
+    claim: Claim
+    judgements: list[Judgement]
+    run_ids: set[str] = field(default_factory=set)
+    detail: str = ""
+    why: str = ""
+
+    @property
+    def verdict(self) -> str:
+        return "not testable" if self.why else all_of(self.judgements)
+
+    def reasons(self) -> str:
+        """Why the verdict is what it is, when not from the intervals alone."""
+        return "; ".join(filter(None, [self.why, *(j.why for j in self.judgements)]))
+
+
+def verdict_of(claim: Claim, units_per_comparison: Sequence[Sequence[Unit]], detail: str = "", why: str = "") -> Verdict:
+    """Judge `claim`: each list of units is one comparison (the claim needs all of them to hold)."""
+    judgements = [judge(units, claim.rule) for units in units_per_comparison]
+    run_ids = {r for units in units_per_comparison for u in units for arm in u.arms() for r in arm.run_ids}
+    return Verdict(claim, judgements, run_ids, detail, why)
+
+
+def arm(runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "learned_nothing") -> Arm:
+    """The arm of these runs: their scores, how many learned nothing, their run ids, and their predictions with the
+    labels when every run stored them on the same examples (for the bootstrap over examples)."""
+    records = list(runs["record"]) if "record" in runs else []
+    stored = [r.get("predictions") for r in records]
+    shared = bool(records) and all(stored) and len({s["examples_sha256"] for s in stored}) == 1
+    return Arm(
+        runs[score].astype(float).tolist(),
+        int(runs[learned].sum()) if learned in runs else 0,
+        [decode(s) for s in stored] if shared else None,
+        reported_labels(records[0]) if shared else None,
+        tuple(runs["run_id"]) if "run_id" in runs else (),
+    )
+
+
+def reported(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs a verdict may rest on: every seed but the one that chose the settings."""
+    return runs[runs["seed"] != SELECTION_SEED]
+
+
+VERDICT_COLUMNS = ["claim", "where", "paper reports", "ours: effect [95% CI]", "seeds", "rule", "verdict", "why"]
+
+
+def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
+    """A chapter's verdicts: the claim, the paper's figure, our effect with its interval (one line per comparison),
+    the fewest reported seeds behind it, the rule, the verdict (one of four) and the reason where not testable."""
+    rows = []
+    for v in verdicts:
+        assert v.verdict in VERDICTS, v.verdict
+        rows.append(
+            {
+                "claim": v.claim.sentence,
+                "where": v.claim.where,
+                "paper reports": v.claim.published,
+                "ours: effect [95% CI]": "; ".join(j.interval() for j in v.judgements) or "–",
+                "seeds": min((j.seeds for j in v.judgements), default=0),
+                "rule": f"{v.claim.effect}: {v.claim.rule}",
+                "verdict": v.verdict,
+                "why": "; ".join(filter(None, [v.reasons(), v.detail])),
+            }
+        )
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def unit_table(verdict: Verdict) -> pd.DataFrame:
+    """Per-unit detail of a verdict: each comparison's units with their effect, interval and verdict."""
+    rows = []
+    for i, j in enumerate(verdict.judgements):
+        for name, unit in j.units or [("all", j)]:
+            rows.append({"comparison": i + 1, "unit": name, "effect [95% CI]": unit.interval(), "seeds": unit.seeds,
+                         "verdict": unit.verdict})
+    return pd.DataFrame(rows)
