@@ -15,7 +15,7 @@ import pandas as pd
 
 from adaptstudy.common.registry import Registry
 from adaptstudy.reporting.baselines import reported_labels
-from adaptstudy.reporting.evidence import VERDICTS, Arm, Judgement, Rule, Unit, all_of, judge
+from adaptstudy.reporting.evidence import VERDICTS, Arm, Judgement, Rule, Unit, all_of, format_reasons, judge
 from adaptstudy.runs.predictions import decode
 
 SELECTION_SEED = 0  # the seed whose runs chose learning rates and adapter sizes in the committed chapters
@@ -48,11 +48,13 @@ def declare(key: str, paper: str, sentence: str, where: str, published: str, eff
 
 @dataclass
 class Verdict:
-    """A claim judged on runs: one judgement per comparison it needs (all must hold), the runs behind it, and
-    what a reader needs beside the verdict (`detail`; `why` overrides the verdict with `not testable`)."""
+    """A claim judged on runs: one judgement per comparison it needs (all must hold; `names` tell them apart), the
+    runs behind it, and what a reader needs beside the verdict (`detail`; `why` overrides the verdict with
+    `not testable`)."""
 
     claim: Claim
     judgements: list[Judgement]
+    names: list[str] = field(default_factory=list)
     run_ids: set[str] = field(default_factory=set)
     detail: str = ""
     why: str = ""
@@ -62,15 +64,29 @@ class Verdict:
         return "not testable" if self.why else all_of(self.judgements)
 
     def reasons(self) -> str:
-        """Why the verdict is what it is, when not from the intervals alone."""
-        return "; ".join(filter(None, [self.why, *(j.why for j in self.judgements)]))
+        """Why the verdict is not testable, merged over the comparisons."""
+        merged: dict[str, list[str]] = {}
+        for j in self.judgements:
+            for reason, parts in j.reasons.items():
+                merged.setdefault(reason, [])
+                merged[reason] += [p for p in parts if p not in merged[reason]]
+        return "; ".join(filter(None, [self.why, format_reasons(merged)]))
+
+    def effects(self) -> str:
+        """Each comparison's effect and interval, named where there are several."""
+        if len(self.judgements) == 1:
+            return self.judgements[0].interval()
+        return "; ".join(f"{n}: {j.interval()}" for n, j in zip(self.names, self.judgements)) or "–"
 
 
-def verdict_of(claim: Claim, units_per_comparison: Sequence[Sequence[Unit]], detail: str = "", why: str = "") -> Verdict:
-    """Judge `claim`: each list of units is one comparison (the claim needs all of them to hold)."""
-    judgements = [judge(units, claim.rule) for units in units_per_comparison]
-    run_ids = {r for units in units_per_comparison for u in units for arm in u.arms() for r in arm.run_ids}
-    return Verdict(claim, judgements, run_ids, detail, why)
+def verdict_of(
+    claim: Claim, comparisons: dict[str, Sequence[Unit]] | Sequence[Unit], detail: str = "", why: str = ""
+) -> Verdict:
+    """Judge `claim` on one comparison (a list of units), or on several named ones that must all hold."""
+    named = comparisons if isinstance(comparisons, dict) else {"": comparisons}
+    judgements = [judge(units, claim.rule) for units in named.values()]
+    run_ids = {r for units in named.values() for u in units for arm in u.arms() for r in arm.run_ids}
+    return Verdict(claim, judgements, list(named), run_ids, detail, why)
 
 
 def arm(runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "learned_nothing") -> Arm:
@@ -107,11 +123,11 @@ def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
                 "claim": v.claim.sentence,
                 "where": v.claim.where,
                 "paper reports": v.claim.published,
-                "ours: effect [95% CI]": "; ".join(j.interval() for j in v.judgements) or "–",
+                "ours: effect [95% CI]": v.effects(),
                 "seeds": min((j.seeds for j in v.judgements), default=0),
                 "rule": f"{v.claim.effect}: {v.claim.rule}",
                 "verdict": v.verdict,
-                "why": "; ".join(filter(None, [v.reasons(), v.detail])),
+                "why": "; ".join(filter(None, [v.reasons(), v.detail])) or "–",
             }
         )
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)

@@ -130,8 +130,12 @@ class Judgement:
     seeds: int
     verdict: str
     method: str
-    why: str = ""
+    reasons: dict[str, list[str]] = field(default_factory=dict)
     units: list[tuple[str, Judgement]] = field(default_factory=list)
+
+    @property
+    def why(self) -> str:
+        return format_reasons(self.reasons)
 
     def interval(self) -> str:
         if np.isnan(self.effect):
@@ -143,20 +147,24 @@ def judge(units: Sequence[Unit], rule: Rule, resamples: int = RESAMPLES, seed: i
     """The effect of `units` (mean over units of a − b), its 95% interval, and the rule's verdict; per-unit
     judgements ride along in `.units` for a chapter's detail."""
     if not units:
-        return Judgement(np.nan, np.nan, np.nan, 0, "not testable", "–", why="no runs")
+        return Judgement(np.nan, np.nan, np.nan, 0, "not testable", "–", {"no runs": []})
     effect = float(np.mean([u.effect() for u in units]))  # nan where an arm has no runs
     seeds = min(len(arm.scores) for u in units for arm in u.arms())
     reasons: dict[str, list[str]] = {}
     for u in units:
         if (why := u.testable()) is not None:
             reasons.setdefault(why[0], []).append(why[1])
-    why = "; ".join(f"{reason}: {', '.join(parts)}" for reason, parts in reasons.items())
     low, high, method = _interval(units, resamples, seed)
-    verdict = "not testable" if why else rule.verdict(low, high)
-    judgement = Judgement(effect, low, high, seeds, verdict, method, why)
+    verdict = "not testable" if reasons else rule.verdict(low, high)
+    judgement = Judgement(effect, low, high, seeds, verdict, method, reasons)
     if len(units) > 1:
         judgement.units = [(u.name, judge([u], rule, resamples, seed)) for u in units]
     return judgement
+
+
+def format_reasons(reasons: dict[str, list[str]]) -> str:
+    """'learned nothing: rte (2 runs); fewer than 3 reported seeds: cola (2), mrpc (2)'."""
+    return "; ".join(f"{reason}: {', '.join(parts)}" if parts else reason for reason, parts in reasons.items())
 
 
 def all_of(judgements: Sequence[Judgement]) -> str:

@@ -211,10 +211,10 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 
     tasks = sorted(set(table.loc[table["label"] == "full", "task"]))
     return [
-        verdict_of(PARITY, [[contrast(t, cells(t, best[t]), cells(t, "full"), metric=metric[t]) for t in tasks if t in best]]),
-        verdict_of(PARITY_64, [[contrast(t, cells(t, "houlsby-64"), cells(t, "full"), metric=metric[t]) for t in tasks]]),
-        verdict_of(TOP_K, [_top_k_units(runs)]),
-        verdict_of(SIZE, [[contrast(t, cells(t, "houlsby-8"), cells(t, "houlsby-256"), metric=metric[t]) for t in tasks]]),
+        verdict_of(PARITY, [contrast(t, cells(t, best[t]), cells(t, "full"), metric=metric[t]) for t in tasks if t in best]),
+        verdict_of(PARITY_64, [contrast(t, cells(t, "houlsby-64"), cells(t, "full"), metric=metric[t]) for t in tasks]),
+        verdict_of(TOP_K, _top_k_units(runs)),
+        verdict_of(SIZE, [contrast(t, cells(t, "houlsby-8"), cells(t, "houlsby-256"), metric=metric[t]) for t in tasks]),
         *_ablation_verdicts(runs),
         *_init_verdicts(runs),
     ]
@@ -257,7 +257,7 @@ def _ablation_verdicts(runs: pd.DataFrame) -> list[Verdict]:
         one.append(contrast(task, Arm([s[0] for s in stats], run_ids=ids), 0.0))
         everything.append(contrast(task, Arm([s[1] for s in stats], run_ids=ids), 0.0))
         lower.append(contrast(task, Arm([s[2] for s in stats], run_ids=ids), 0.0))
-    return [verdict_of(ONE_LAYER, [one]), verdict_of(ALL_LAYERS, [everything]), verdict_of(LOWER_LAYERS, [lower])]
+    return [verdict_of(ONE_LAYER, one), verdict_of(ALL_LAYERS, everything), verdict_of(LOWER_LAYERS, lower)]
 
 
 def _ablation_stats(record: dict) -> tuple[float, float, float]:
@@ -286,4 +286,4 @@ def _init_verdicts(runs: pd.DataFrame) -> list[Verdict]:
         if any(np.isclose(stds, 1e-2)):
             stable.append(contrast(task, at[stds[int(np.argmin(np.abs(np.log10(stds) + 2)))]], at[stds[0]]))
         degrades.append(contrast(task, at[stds[0]], at[stds[-1]]))
-    return [verdict_of(INIT_STABLE, [stable]), verdict_of(INIT_DEGRADES, [degrades])]
+    return [verdict_of(INIT_STABLE, stable), verdict_of(INIT_DEGRADES, degrades)]
