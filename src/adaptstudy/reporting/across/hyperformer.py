@@ -15,15 +15,10 @@ import pandas as pd
 import seaborn as sns
 
 from adaptstudy.data.tasks import resolve_task
-from adaptstudy.reporting.common import (
-    SELECTION_SEED,
-    at_learning_rates,
-    choose_learning_rates,
-    claim_row,
-    claims_table,
-    mean_sd,
-    sample_sd,
-)
+from adaptstudy.reporting.baselines import learned_nothing
+from adaptstudy.reporting.claims import Verdict, arm, declare, reported, verdict_of, verdict_table
+from adaptstudy.reporting.common import SELECTION_SEED, at_learning_rates, choose_learning_rates, mean_sd, sample_sd
+from adaptstudy.reporting.evidence import Rule, Unit, contrast
 from adaptstudy.reporting.published import HYPER_ABLATION, HYPER_COLUMNS, HYPER_FEW_SHOT, HYPER_TABLE1
 
 GLUE5 = ("cola", "sst2", "mrpc", "stsb", "rte")
@@ -268,85 +263,123 @@ def few_shot(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+PAPER = "Mahabadi et al. 2021"
+
+
+def _average(label: str) -> float:
+    return HYPER_TABLE1[label][2][-1]
+
+
+BEATS_ST_ADAPTERS = declare(
+    "hyperformer.beats-st-adapters",
+    PAPER,
+    "Hyperformer++ beats single-task adapters while training fewer parameters per task",
+    "Table 1",
+    f"GLUE average {_average('hyperformer++'):.2f} vs {_average('st-adapters'):.2f} with "
+    f"{HYPER_TABLE1['hyperformer++'][1]:.2f}% vs {HYPER_TABLE1['st-adapters'][1]:.2f}% per task (T5-base)",
+    "mean over the 5 tasks of Hyperformer++ − single-task adapters (test half of dev)",
+    Rule("above", 0.0),
+)
+BEATS_ST_FULL = declare(
+    "hyperformer.beats-st-full",
+    PAPER,
+    "Hyperformer++ beats single-task fine-tuning",
+    "Table 1",
+    f"GLUE average {_average('hyperformer++'):.2f} vs {_average('st-full'):.2f} (T5-base)",
+    "mean over the 5 tasks of Hyperformer++ − single-task fine-tuning",
+    Rule("above", 0.0),
+)
+BEATS_SHARED = declare(
+    "hyperformer.beats-mt-adapters",
+    PAPER,
+    "Hyperformer beats one adapter shared by the tasks",
+    "Table 1",
+    f"GLUE average {_average('hyperformer'):.2f} vs {_average('mt-adapters'):.2f} (T5-base)",
+    "mean over the 5 tasks of Hyperformer − multi-task adapters",
+    Rule("above", 0.0),
+)
+COMPONENTS = declare(
+    "hyperformer.components",
+    PAPER,
+    "Each component of Hyperformer++ helps: removing it lowers the score",
+    "Table 4",
+    "GLUE average (T5-small) "
+    + ", ".join(f"{k} {v:.2f}" for k, v in HYPER_ABLATION.items()),
+    "per component: mean over the 5 tasks of Hyperformer++ − without it",
+    Rule("above", 0.0),
+)
+LOW_RESOURCE = declare(
+    "hyperformer.low-resource",
+    PAPER,
+    "Hyperformer++ beats multi-task fine-tuning at every training size per task",
+    "Figure 2",
+    "above T5 fine-tuning at every size (T5-base)",
+    "per training size: mean over the 5 tasks of Hyperformer++ − multi-task fine-tuning",
+    Rule("above", 0.0),
+)
+FEW_SHOT = declare(
+    "hyperformer.few-shot",
+    PAPER,
+    "Few-shot: a new task embedding for a trained Hyperformer++ beats an adapter trained on the same k examples",
+    "Table 3",
+    "IMDb and CB, every k: "
+    + ", ".join(
+        f"{t} k={k} {h - a:+.1f}"
+        for t, rows in HYPER_FEW_SHOT.items()
+        for k, h, a in zip(rows["k"], rows["hyperformer++"], rows["st-adapters"])
+    ),
+    "mean over (task, k) of Hyperformer++ transfer − the adapter",
+    Rule("above", 0.0),
+)
+
+
+def task_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run and task it scores: label, seed, cap, task, score (the task's main metric on test) and
+    whether the run learned nothing on that task."""
+    rows = []
+    for _, run in runs.iterrows():
+        for task in run["tasks"]:
+            key = f"{task}/{resolve_task(task).main_metric}"
+            if key in run["scores"]:
+                rows.append(
+                    {"run_id": run["run_id"], "label": run["label"], "seed": run["seed"], "cap": run["cap"],
+                     "task": task, "score": run["scores"][key],
+                     "learned_nothing": learned_nothing(run["record"], task)}
+                )
+    return pd.DataFrame(rows, columns=["run_id", "label", "seed", "cap", "task", "score", "learned_nothing"])
+
+
+def verdicts(runs: pd.DataFrame) -> list[Verdict]:
+    """Every claim of the Hyperformer half, on the seeds that chose no learning rate."""
+    main = task_runs(reported(_main_table_runs(runs))) if not runs.empty else task_runs(runs)
+
+    def versus(frame: pd.DataFrame, a: str, b: str) -> list[Unit]:
+        def cells(label, task):
+            return arm(frame[(frame["label"] == label) & (frame["task"] == task)], "score")
+
+        return [contrast(t, cells(a, t), cells(b, t), resolve_task(t).main_metric) for t in GLUE5]
+
+    ablations = task_runs(reported(at_chosen_rates(runs[(runs["cap"] == MAIN_CAP)]))) if not runs.empty else main
+    several = task_runs(reported(at_chosen_rates(runs[runs["tasks"].apply(len) > 1]))) if not runs.empty else main
+    caps = sorted(set(several.loc[several["label"] == "hyperformer++", "cap"]))
+    few = _few_shot_runs(reported(runs)) if not runs.empty else pd.DataFrame(columns=["task", "k", "label", "score"])
+    few_units = [
+        contrast(f"{task} k={k}", arm(few[(few["task"] == task) & (few["k"] == k) & (few["label"] == FEW_SHOT_LABELS[0])], "score"),
+                 arm(few[(few["task"] == task) & (few["k"] == k) & (few["label"] == FEW_SHOT_LABELS[1])], "score"))
+        for task, rows in HYPER_FEW_SHOT.items()
+        for k in rows["k"]
+    ]
+    return [
+        verdict_of(BEATS_ST_ADAPTERS, versus(main, "hyperformer++", "st-adapters")),
+        verdict_of(BEATS_ST_FULL, versus(main, "hyperformer++", "st-full")),
+        verdict_of(BEATS_SHARED, versus(main, "hyperformer", "mt-adapters")),
+        verdict_of(COMPONENTS, {m: versus(ablations, "hyperformer++", m) for m in list(HYPER_ABLATION)[1:]}),
+        verdict_of(LOW_RESOURCE, {f"{cap:g} per task": versus(several[several["cap"] == cap], "hyperformer++", "mt-full")
+                                  for cap in caps}),
+        verdict_of(FEW_SHOT, few_units),
+    ]
+
+
 def claims(runs: pd.DataFrame) -> pd.DataFrame:
-    """The Hyperformer half's claims, each with our numbers and a verdict."""
-    table = hyper_table(runs).set_index("method")
-    ours = table[table["source"] == "ours (minilm-l6)"]
-    a, b = _number(ours, "hyperformer++", AVERAGE_5), _number(ours, "st-adapters", AVERAGE_5)
-    pa, pb = _number(ours, "hyperformer++", "trained/task"), _number(ours, "st-adapters", "trained/task")
-    missing = None in (a, b, pa, pb)
-    rows = [
-        claim_row(
-            "Hyperformer++ beats single-task adapters while training fewer parameters per task",
-            "–" if missing else f"hyperformer++ {a:.1f} with {pa:.2f}% per task vs st-adapters {b:.1f} with {pb:.2f}%",
-            None if missing else a > b and pa < pb,
-            partly=a is not None and b is not None and a > b,
-        )
-    ]
-    a, b = _number(ours, "hyperformer", AVERAGE_5), _number(ours, "mt-adapters", AVERAGE_5)
-    rows.append(
-        claim_row(
-            "Hyperformer beats one adapter shared by the tasks",
-            "–" if a is None or b is None else f"hyperformer {a:.1f} vs mt-adapters {b:.1f}",
-            None if a is None or b is None else a > b,
-        )
-    )
-    rows += [
-        _margin_claim(
-            "Each component of Hyperformer++ helps (removing it lowers the mean test score)", _ablation_drops(runs)
-        ),
-        _margin_claim(
-            "Hyperformer++ beats multi-task fine-tuning at every training size per task", _low_resource_margins(runs)
-        ),
-        _margin_claim(
-            "Few-shot: a new task embedding for a trained Hyperformer++ beats a single-task adapter on the same k",
-            _few_shot_margins(runs),
-        ),
-    ]
-    return claims_table(rows)
-
-
-def _number(ours: pd.DataFrame, label: str, column: str) -> float | None:
-    """A figure of our rows of `hyper_table` (indexed by method), None where it is missing."""
-    value = ours[column].get(label, "–")
-    return None if value in ("–", None) else float(value.rstrip("%"))
-
-
-def _margin_claim(claim: str, margins: dict[str, float]) -> dict[str, str]:
-    """A claim that each margin is positive: holds if all are, partly if some are."""
-    return claim_row(
-        claim,
-        "; ".join(f"{k}: {v:+.1f}" for k, v in margins.items()) or "–",
-        all(v > 0 for v in margins.values()) if margins else None,
-        partly=any(v > 0 for v in margins.values()),
-    )
-
-
-def _ablation_drops(runs: pd.DataFrame) -> dict[str, float]:
-    """Hyperformer++'s mean test score minus each ablation's."""
-    table = ablation_table(runs).set_index("model")["ours: mean test score"]
-    full = table.get("hyperformer++", np.nan)
-    return {
-        f"without {m.removeprefix('no ')}": full - v
-        for m, v in table.drop("hyperformer++", errors="ignore").items()
-        if not np.isnan(full) and not np.isnan(v)
-    }
-
-
-def _low_resource_margins(runs: pd.DataFrame) -> dict[str, float]:
-    """Per training cap: Hyperformer++ minus multi-task fine-tuning (mean test score over the five tasks)."""
-    curve = low_resource(runs).pivot(index="cap", columns="label", values="mean test score")
-    if not {"hyperformer++", "mt-full"} <= set(curve.columns):
-        return {}
-    margin = (curve["hyperformer++"] - curve["mt-full"]).dropna()
-    return {f"{cap:g} per task": v for cap, v in margin.items()}
-
-
-def _few_shot_margins(runs: pd.DataFrame) -> dict[str, float]:
-    """Per task and k: our Hyperformer++ transfer minus the single-task adapter (means over seeds)."""
-    means = _few_shot_runs(runs).groupby(["task", "k", "label"])["score"].mean().unstack()
-    if not set(FEW_SHOT_LABELS) <= set(means.columns):
-        return {}
-    transfer, adapters = FEW_SHOT_LABELS
-    margin = (means[transfer] - means[adapters]).dropna()
-    return {f"{task} k={k}": v for (task, k), v in margin.items()}
+    """The Hyperformer half's verdict table."""
+    return verdict_table(verdicts(runs))
