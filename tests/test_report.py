@@ -1,9 +1,18 @@
 """What every chapter shares: its runs as one frame (`load_runs`), the scale a table's runs were made at, mean ± sd,
-the claim rows."""
+and the foundation chapter's verdict per task."""
 
 import pandas as pd
 
-from adaptstudy.reporting.common import claim_row, claims_table, format_mean_sd, load_runs, mean_sd, not_run, scale_note
+from adaptstudy.reporting.common import (
+    adapter_gap,
+    compare_with_published,
+    format_mean_sd,
+    load_runs,
+    mean_sd,
+    scale_note,
+)
+from adaptstudy.reporting.evidence import VERDICTS
+from adaptstudy.reporting.published import HOULSBY_2019
 from adaptstudy.runs.finetune_config import FinetuneConfig
 
 
@@ -34,16 +43,25 @@ def test_runs_carry_the_flat_columns_and_each_whole_record(tmp_path, fake_record
     assert load_runs(tmp_path / "none").empty
 
 
-def test_mean_sd_is_the_sample_sd_over_seeds_and_zero_for_one():
+def test_mean_sd_is_the_sample_sd_over_seeds_and_one_value_shows_no_spread():
     assert mean_sd([60.0, 62.0]) == "61.0 ± 1.4 (2)"
-    assert mean_sd([60.0]) == "60.0 ± 0.0 (1)" and mean_sd([]) == "–"
-    assert format_mean_sd(61.0, float("nan"), 1) == "61.0 ± 0.0 (1)"  # pandas' sd of one value
+    assert mean_sd([60.0]) == "60.0 (1)" and mean_sd([]) == "–"
+    assert format_mean_sd(61.0, float("nan"), 1) == "61.0 (1)"  # pandas' sd of one value
+    assert format_mean_sd(54.5, 0.0, 1) == "54.5 (1)"  # the fusion table's cells of one seed
 
 
-def test_claim_rows_read_as_the_chapters_show_them():
-    table = claims_table([claim_row("a", "+1.0", True), claim_row("b", "-1.0", False, partly=True), not_run("c")])
-    assert table.equals(
-        pd.DataFrame(
-            {"claim": ["a", "b", "c"], "ours": ["+1.0", "-1.0", "–"], "verdict": ["holds", "partly", "not run yet"]}
-        )
-    )
+def test_the_foundation_gap_is_not_testable_on_one_seed_and_judged_on_three(tmp_path, fake_record):
+    costs = dict(train_examples=100, train_runtime_s=1.0, train_examples_per_s=1.0, peak_rss_mb=1.0)
+    for seed, (full, adapters) in enumerate([(60.0, 60.5), (60.2, 60.7), (60.1, 60.6)]):
+        fake_record(FinetuneConfig(task="rte", method="full", seed=seed), full, **costs)
+        if seed == 0:
+            one = adapter_gap(compare_with_published(load_runs(tmp_path), HOULSBY_2019), load_runs(tmp_path))
+        fake_record(FinetuneConfig(task="rte", method="houlsby", adapter_size=64, seed=seed), adapters, **costs)
+    runs = load_runs(tmp_path)
+    gap = adapter_gap(compare_with_published(runs, HOULSBY_2019), runs).set_index("task")
+    assert set(gap.drop(index="rte")["verdict"]) == {"not testable"}  # no runs
+    assert one.set_index("task").loc["rte", "verdict"] == "not testable"  # one seed of adapters, one of full
+    gap = gap.loc[["rte"]]
+    assert gap["verdict"].tolist() == ["holds"] and gap["seeds"].tolist() == [3]
+    assert gap["ours: adapters − full [95% CI]"].iloc[0].startswith("+0.5 [")
+    assert set(gap["verdict"]) | set(one["verdict"]) <= set(VERDICTS)

@@ -14,11 +14,11 @@ import pandas as pd
 import seaborn as sns
 
 from adaptstudy.models.methods import METHODS
+from adaptstudy.reporting.evidence import Arm, Rule, contrast, judge
 from adaptstudy.reporting.published import published_frame
 from adaptstudy.runs.records import flatten, read_records
 
 SELECTION_SEED = 0  # learning rates (and Houlsby's best adapter size) are chosen on this seed's runs
-CLAIM_COLUMNS = ["claim", "ours", "verdict"]
 
 
 def load_runs(folder: str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
@@ -33,26 +33,6 @@ def config_column(runs: pd.DataFrame, name: str, default=np.nan) -> pd.Series:
     that some record of it carries)."""
     column = f"config.{name}"
     return runs[column] if column in runs else pd.Series(default, index=runs.index)
-
-
-def verdict(holds: bool | None, partly: bool = False) -> str:
-    """The plain word a chapter gives a claim."""
-    return "not run yet" if holds is None else "holds" if holds else "partly" if partly else "does not hold"
-
-
-def claim_row(claim: str, ours: str, holds: bool | None, partly: bool = False) -> dict[str, str]:
-    """One row of a chapter's claims table: the claim, our figures behind it, and the verdict they give."""
-    return {"claim": claim, "ours": ours, "verdict": verdict(holds, partly)}
-
-
-def not_run(claim: str) -> dict[str, str]:
-    """The row of a claim no run can judge yet."""
-    return claim_row(claim, "–", None)
-
-
-def claims_table(rows: list[dict[str, str]]) -> pd.DataFrame:
-    """A chapter's claims as the book shows them, one row per claim."""
-    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
 def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str = "main_metric_value") -> pd.DataFrame:
@@ -222,8 +202,10 @@ def mean_sd(values) -> str:
 
 
 def format_mean_sd(mean: float, sd: float, count: int) -> str:
-    """`mean_sd`'s cell from figures already aggregated (pandas' sd of one value is missing: 0)."""
-    return f"{mean:.1f} ± {0.0 if pd.isna(sd) else sd:.1f} ({count})"
+    """`mean_sd`'s cell from figures already aggregated: '84.4 ± 0.4 (5)'; one value shows no spread: '54.5 (1)'."""
+    if count < 2:
+        return f"{mean:.1f} ({count})"
+    return f"{mean:.1f} ± {sd:.1f} ({count})"
 
 
 def span(values: pd.Series) -> str:
@@ -261,36 +243,29 @@ def plot_comparison(table: pd.DataFrame):
     return ax
 
 
-def adapter_gap(table: pd.DataFrame, adapter: str = "houlsby-64", tolerance: float = 1.0) -> pd.DataFrame:
-    """Per task: adapters minus full fine-tuning, ours and published, with a plain verdict.
-
-    The claim checked is Houlsby et al.'s: adapters come within a point or so of full fine-tuning
-    (0.4 on average over GLUE). `tolerance` is how far below full fine-tuning still counts as "holds".
-    """
+def adapter_gap(table: pd.DataFrame, runs: pd.DataFrame, adapter: str = "houlsby-64", margin: float = 1.0):
+    """Per task: adapters minus full fine-tuning, ours and published, judged by Houlsby et al.'s claim that adapters
+    come within a point or so of full fine-tuning (`margin`: holds if the 95% CI of ours lies above −margin)."""
+    rule = Rule("above", -margin)
+    labels = [method_label(m, a) for m, a in zip(runs["method"], config_column(runs, "adapter_size"))]
+    scores = runs.assign(label=labels)
     rows = []
     for task, group in table.groupby("task"):
         by_method = group.set_index("method")
         if not {"full", adapter} <= set(by_method.index):
             continue
-        ours = by_method.loc[adapter, "ours_mean"] - by_method.loc["full", "ours_mean"]
-        theirs = by_method.loc[adapter, "published"] - by_method.loc["full", "published"]
-        runs = int(min(by_method.loc[adapter, "runs"], by_method.loc["full", "runs"])) if pd.notna(ours) else 0
-        if pd.isna(ours):
-            verdict = "not run yet"
-        elif ours >= -tolerance:
-            verdict = f"holds (adapters within {tolerance:g} point of full fine-tuning)"
-        else:
-            verdict = f"does not hold (adapters {-ours:.1f} points below full fine-tuning)"
-        if runs == 1 and pd.notna(ours):
-            verdict += "; one seed, so differences of a point or two are within seed noise"
+        here = scores[scores["task"] == task]
+        a, b = (Arm(here.loc[here["label"] == x, "main_metric_value"].tolist()) for x in (adapter, "full"))
+        judged = judge([contrast(task, a, b)], rule)
         rows.append(
             {
                 "task": task,
                 "metric": by_method.loc["full", "metric"],
-                "ours: adapters − full": ours,
-                "published: adapters − full": theirs,
-                "seeds": runs,
-                "verdict": verdict,
+                "ours: adapters − full [95% CI]": judged.interval(),
+                "published: adapters − full": by_method.loc[adapter, "published"] - by_method.loc["full", "published"],
+                "seeds": judged.seeds,
+                "verdict": judged.verdict,
+                "why": judged.why or str(rule),
             }
         )
     return pd.DataFrame(rows)
