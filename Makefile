@@ -49,6 +49,7 @@ smoke: setup
 	$(PAPERMILL) notebooks/06_analysis_peft.ipynb /tmp/adaptstudy-smoke/06p.ipynb
 	$(PAPERMILL) notebooks/06_analysis_dsp.ipynb /tmp/adaptstudy-smoke/06d.ipynb
 	$(PAPERMILL) notebooks/06_analysis_across.ipynb /tmp/adaptstudy-smoke/06a.ipynb
+	$(PAPERMILL) notebooks/06_scorecard.ipynb /tmp/adaptstudy-smoke/06s.ipynb
 
 # The throughput benchmark (issue: fast training); --quick takes a few minutes.
 benchmark: setup
@@ -85,6 +86,7 @@ reproduce-foundation: setup
 # Execute the analysis notebooks on the committed results and build the HTML report (no training, no network).
 book: setup
 	mkdir -p book/generated
+	$(PAPERMILL) notebooks/06_scorecard.ipynb book/generated/06_scorecard.ipynb
 	$(PAPERMILL) notebooks/06_analysis.ipynb book/generated/06_analysis.ipynb -p results_dir $(CURDIR)/results/foundation
 	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb book/generated/06_analysis_houlsby.ipynb
 	$(PAPERMILL) notebooks/06_analysis_peft.ipynb book/generated/06_analysis_peft.ipynb

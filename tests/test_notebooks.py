@@ -56,6 +56,7 @@ MODELS = {
     "06_analysis_dsp.ipynb": AnalysisParams,
     "06_analysis_efficiency.ipynb": BenchmarkParams,
     "06_analysis_houlsby.ipynb": AnalysisParams,
+    "06_scorecard.ipynb": AnalysisParams,
     "06_analysis_peft.ipynb": AnalysisParams,
 }
 

@@ -242,7 +242,7 @@ def plot_low_resource(frame: pd.DataFrame):
 def _few_shot_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per few-shot run (Hyperformer++ transfer or a single-task adapter on a few-shot task): task, k, score."""
     one = runs[np.array([len(t) == 1 and t[0] in HYPER_FEW_SHOT for t in runs["tasks"]], dtype=bool)]
-    frame = one.assign(task=[t[0] for t in one["tasks"]])[["task", "cap", "label", "main_metric_value"]]
+    frame = one.assign(task=[t[0] for t in one["tasks"]])[["run_id", "task", "cap", "label", "main_metric_value"]]
     frame = frame.rename(columns={"cap": "k", "main_metric_value": "score"})
     return frame[frame["label"].isin(FEW_SHOT_LABELS)]
 

@@ -1,0 +1,82 @@
+"""The scorecard at the front of the book: every declared claim of every paper, the paper's figure, ours with its
+95% interval, the verdict, the runs behind it and their CPU-hours, and a link to the chapter that judges it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from adaptstudy.reporting import dsp
+from adaptstudy.reporting.across import fusion, hyperformer
+from adaptstudy.reporting.claims import CLAIMS, Verdict
+from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.houlsby import claims as houlsby_claims
+from adaptstudy.reporting.houlsby import tables as houlsby_tables
+from adaptstudy.reporting.peft import claims as peft_claims
+from adaptstudy.reporting.peft import tables as peft_tables
+
+PAGES = {  # chapter (a claim key's first part) -> the book page that judges it
+    "houlsby": "06_analysis_houlsby",
+    "peft": "06_analysis_peft",
+    "dsp": "06_analysis_dsp",
+    "fusion": "06_analysis_across",
+    "hyperformer": "06_analysis_across",
+}
+COLUMNS = ["paper", "claim", "paper reports", "ours: effect [95% CI]", "verdict", "runs", "CPU-hours", "chapter"]
+
+
+def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFrame]:
+    """Every chapter's verdicts on the committed records under `root` (results/), and the runs they read
+    (run_id and seconds), for the costs."""
+    root = Path(root)
+    houlsby = houlsby_tables.label_runs(load_runs(root / "houlsby"))
+    peft = peft_tables.label_runs(load_runs(root / "peft_imdb"))
+    dsp_runs = dsp.label_runs(load_runs(root / "dsp"))
+    fusion_runs = fusion.label_runs(load_runs(root / "fusion"))
+    hyper = hyperformer.label_runs(load_runs(root / "hyperformer"))
+    verdicts = [
+        *houlsby_claims.verdicts(houlsby),
+        *peft_claims.verdicts(peft),
+        *dsp.verdicts(dsp_runs),
+        *fusion.verdicts(fusion_runs),
+        *hyperformer.verdicts(hyper),
+    ]
+    seconds = pd.concat(
+        [r[["run_id", "train_runtime_s", "eval_runtime_s"]] for r in (houlsby, peft, dsp_runs, fusion_runs, hyper)
+         if not r.empty and "eval_runtime_s" in r]
+    )
+    return verdicts, seconds
+
+
+def scorecard(verdicts: list[Verdict], seconds: pd.DataFrame) -> pd.DataFrame:
+    """One row per declared claim (a claim no chapter judged reads 'not testable', no runs)."""
+    per_run = seconds.drop_duplicates("run_id").set_index("run_id")
+    total = per_run["train_runtime_s"].fillna(0) + per_run["eval_runtime_s"].fillna(0)
+    judged = {v.claim.key: v for v in verdicts}
+    order = {c: i for i, c in enumerate(PAGES)}
+    keys = sorted([*judged, *(k for k in CLAIMS if k not in judged)], key=lambda k: order[CLAIMS.get(k).chapter])
+    rows = []
+    for key in keys:
+        claim, v = CLAIMS.get(key), judged.get(key)
+        page = PAGES[claim.chapter]
+        ids = sorted(v.run_ids) if v else []
+        rows.append(
+            {
+                "paper": claim.paper,
+                "claim": f"{claim.sentence} ({claim.where})",
+                "paper reports": claim.published,
+                "ours: effect [95% CI]": v.effects() if v else "–",
+                "verdict": v.verdict if v else "not testable",
+                "runs": len(ids),
+                "CPU-hours": total.reindex(ids).fillna(0).sum() / 3600,
+                "chapter": f'<a href="{page}.html">{page.removeprefix("06_analysis_")}</a>',
+            }
+        )
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def verdict_counts(card: pd.DataFrame) -> pd.DataFrame:
+    """How many claims of each paper got each verdict."""
+    return card.groupby(["paper", "verdict"]).size().unstack(fill_value=0).reset_index()
