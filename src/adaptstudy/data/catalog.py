@@ -174,7 +174,7 @@ register_task(
         label_field="label",
         labels=["0", "1"],
         label_names=["negative", "positive"],
-        metrics=["accuracy"],
+        metrics=["accuracy", "macro_f1"],  # macro-F1: as Don't Stop Pretraining reports IMDb
         main_metric="accuracy",
         hub_id="stanfordnlp/imdb",
         hub_splits={"dev": "test"},

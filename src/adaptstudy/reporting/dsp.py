@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from adaptstudy.data.tasks import resolve_task
 from adaptstudy.reporting.baselines import flag_runs
 from adaptstudy.reporting.claims import Verdict, arm, declare, verdict_of, verdict_table
 from adaptstudy.reporting.common import mean_sd, span
@@ -23,6 +22,7 @@ from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast
 from adaptstudy.reporting.published import (
     DSP_CONDITIONS,
     DSP_DOMAINS,
+    DSP_METRICS,
     DSP_NOT_OFFLINE,
     DSP_STD,
     GURURANGAN_2020,
@@ -75,26 +75,31 @@ def adaptation(method: str, steps: list[tuple[str, str]], adapter_use: str | Non
 
 def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """Adds `condition`, `family`, `adaptation` and `corpus_fraction` (of the domain corpus) to fine-tuning runs,
-    read off each record's pretraining chain."""
-    columns = ["condition", "family", "adaptation", "corpus_fraction"]
+    read off each record's pretraining chain, and `score`: the metric the paper reports for the task (macro-F1;
+    micro-F1 for ChemProt), or the run's main metric where its record lacks it (`scored_as` says which)."""
+    columns = ["condition", "family", "adaptation", "corpus_fraction", "score", "scored_as"]
     if runs.empty:
         return pd.DataFrame(
             columns=["run_id", "task", "method", "seed", "main_metric_value", "record", *columns]
-        ).astype({"main_metric_value": float, "corpus_fraction": float})
+        ).astype({"main_metric_value": float, "corpus_fraction": float, "score": float})
     labels = pd.DataFrame([_labels(r) for r in runs["record"]], columns=columns, index=runs.index)
     return pd.concat([runs, labels], axis=1)
 
 
 def _labels(record: dict) -> tuple:
-    """(condition, family, adaptation, corpus_fraction) of one fine-tuning record."""
+    """(condition, family, adaptation, corpus_fraction, score, scored_as) of one fine-tuning record."""
     init_from = record["config"].get("init_from")
     steps = chain(init_from)
     domain_runs = [s for s in pretraining_settings(init_from) if s["corpus"] in CORPUS_DOMAIN]
     fraction = domain_runs[0].get("corpus_fraction", 1.0) if domain_runs else np.nan
+    metric = DSP_METRICS.get(record["task"], record["main_metric"])
+    scored_as = metric if metric in record["metrics"] else record["main_metric"]
     return (
         condition(record["task"], steps),
         *adaptation(record["method"], steps, record["config"].get("adapter_use")),
         fraction,
+        record["metrics"][scored_as],
+        scored_as,
     )
 
 
@@ -129,10 +134,12 @@ def main_table(runs: pd.DataFrame) -> pd.DataFrame:
                 cells = in_family[in_family["adaptation"] == variant]
                 if variant != family:
                     cells = pd.concat([base, cells])
-                row = {c: mean_sd(cells.loc[cells["condition"] == c, "main_metric_value"]) for c in DSP_CONDITIONS}
+                row = {c: mean_sd(cells.loc[cells["condition"] == c, "score"]) for c in DSP_CONDITIONS}
                 if DSP_DOMAINS[task] not in CORPUS_DOMAIN.values():  # BioMed, CS: no domain corpus in the mirror
                     row.update({c: "no corpus offline" for c in ("dapt", "dapt+tapt") if row[c] == "–"})
-                rows.append({"task": task, "domain": DSP_DOMAINS[task], "model": f"ours: {variant}", **row})
+                scored = "/".join(sorted(set(cells["scored_as"]) - {DSP_METRICS[task]}))
+                note = f" ({scored}: these runs did not record {DSP_METRICS[task]})" if scored else ""
+                rows.append({"task": task, "domain": DSP_DOMAINS[task], "model": f"ours: {variant}{note}", **row})
     return pd.DataFrame(rows, columns=["task", "domain", "model", *DSP_CONDITIONS])
 
 
@@ -140,10 +147,10 @@ def gains(runs: pd.DataFrame) -> pd.DataFrame:
     """Per task, adaptation and condition: mean metric minus the baseline of the same family (what is fine-tuned,
     from the warmed head without adaptive pretraining)."""
     full = runs[runs["corpus_fraction"].fillna(1.0) == 1.0]
-    means = full.groupby(["task", "family", "adaptation", "condition"])["main_metric_value"].mean().reset_index()
-    base = means[means["condition"] == "baseline"].set_index(["task", "family"])["main_metric_value"]
+    means = full.groupby(["task", "family", "adaptation", "condition"])["score"].mean().reset_index()
+    base = means[means["condition"] == "baseline"].set_index(["task", "family"])["score"]
     means["baseline"] = [base.get((t, f), np.nan) for t, f in zip(means["task"], means["family"])]
-    means["gain"] = means["main_metric_value"] - means["baseline"]
+    means["gain"] = means["score"] - means["baseline"]
     return means[means["condition"] != "baseline"]
 
 
@@ -227,11 +234,9 @@ def cost_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
 def data_size_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """DAPT runs at several corpus fractions: the fine-tuning gain over the baseline against the fraction."""
     dapt = runs[runs["condition"] == "dapt"]
-    means = dapt.groupby(["task", "family", "adaptation", "corpus_fraction"])["main_metric_value"].mean().reset_index()
-    base = runs[runs["condition"] == "baseline"].groupby(["task", "family"])["main_metric_value"].mean()
-    means["gain"] = [
-        v - base.get((t, f), np.nan) for t, f, v in zip(means["task"], means["family"], means["main_metric_value"])
-    ]
+    means = dapt.groupby(["task", "family", "adaptation", "corpus_fraction"])["score"].mean().reset_index()
+    base = runs[runs["condition"] == "baseline"].groupby(["task", "family"])["score"].mean()
+    means["gain"] = [v - base.get((t, f), np.nan) for t, f, v in zip(means["task"], means["family"], means["score"])]
     return means
 
 
@@ -358,11 +363,11 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 
     def cells(task: str, condition: str, adaptation: str = "full model", family: str = "full model") -> Arm:
         chosen = runs[(runs["task"] == task) & (runs["condition"] == condition) & (runs["family"] == family)]
-        return arm(chosen[chosen["adaptation"] == adaptation])
+        return arm(chosen[chosen["adaptation"] == adaptation], "score")
 
     full = runs[runs["adaptation"] == "full model"]
     tasks_with = {c: sorted(set(full.loc[full["condition"] == c, "task"])) for c in DSP_CONDITIONS}
-    metric = {t: resolve_task(t).main_metric for t in runs["task"].unique()}
+    metric = runs.groupby("task")["scored_as"].first().to_dict()
 
     def vs(condition: str, other: str) -> list[Unit]:
         both = [t for t in tasks_with[condition] if t in tasks_with[other]]
