@@ -92,10 +92,16 @@ def test_table2_published_rows_agree_with_the_papers_printed_averages():
         assert abs(mean - float(table.loc["average", method])) <= 0.1, method  # both sides rounded to 0.1
 
 
-def test_verdicts_follow_the_numbers(runs):
-    verdicts = hc.claims(runs).set_index("claim")["verdict"]
-    assert verdicts.iloc[0] == "holds"  # best adapter size (67.0) is above full fine-tuning (65.0)
-    assert (verdicts == "not run yet").sum() == 4  # no top-k, ablation, init-scale or size-256 runs here
+def test_verdicts_rest_on_the_seeds_that_chose_nothing(runs, tmp_path, run):
+    verdicts = hc.claims(runs).set_index("claim")
+    assert set(verdicts["verdict"]) == {"not testable"}  # seed 0 chose: two reported seeds per cell
+    parity = verdicts.iloc[0]
+    assert parity["why"] == "fewer than 3 reported seeds: rte (2)"
+    run(65.5, seed=3, lr=5e-5)
+    run(67.5, method="houlsby", size=8, lr=1e-3, seed=3, trainable=200_000)
+    parity = hc.claims(labelled(tmp_path)).iloc[0]
+    assert (parity["verdict"], parity["seeds"]) == ("holds", 3)  # best size (8) 2 points above full, ± 1.1
+    assert parity["ours: effect [95% CI]"].startswith("+2.0 [+0.9, +3.1]")
 
 
 def test_ablation_matrix_is_first_by_last():
@@ -137,14 +143,13 @@ def test_a_layer_ablation_run_records_every_span_and_the_majority_class(data_dir
     assert hc.ablation_matrix(record).shape == (6, 6)
 
 
-def test_init_scale_is_judged_per_task(tmp_path, run):
-    for std, score in ((1e-6, 80.0), (1e-4, 80.5), (1e-2, 81.0), (1.0, 60.0)):
-        run(score, method="houlsby", size=64, lr=1e-3, adapter_init_std=std, task="rte")
-    for std, score in ((1e-6, 10.0), (1e-4, 30.0), (1e-2, 20.0), (1.0, 25.0)):
-        run(score, method="houlsby", size=64, lr=1e-3, adapter_init_std=std, task="mrpc")
-    verdicts = hc.claims(labelled(tmp_path)).set_index("claim")
-    init = verdicts.loc["Performance is stable for init std up to 1e-2 and degrades above"]
-    assert init["verdict"] == "partly" and "rte: spread up to 1e-2 1.0 points" in init["ours"]
+def test_init_scale_is_judged_per_task_on_the_reported_seeds(tmp_path, run):
+    for seed, noise in ((1, 0.0), (2, 0.1), (3, 0.2)):
+        for std, score in ((1e-6, 80.0), (1e-4, 80.5), (1e-2, 80.2), (1.0, 60.0)):
+            run(score + noise, method="houlsby", size=64, lr=1e-3, adapter_init_std=std, task="rte", seed=seed)
+    verdicts = hc.claims(labelled(tmp_path)).set_index("claim")["verdict"]
+    assert verdicts["Performance is stable for initialisation std up to 1e-2"] == "holds"
+    assert verdicts["Performance degrades with initialisation std above 1e-2"] == "holds"
 
 
 def test_size_means_average_over_tasks_that_have_every_size(tmp_path, run):
@@ -170,21 +175,20 @@ def test_seed_scores_show_each_table1_cell_per_seed(runs):
     assert table.loc["full", ["seed 0", "seed 1", "seed 2"]].tolist() == [64.0, 66.0, 65.0]
 
 
-def test_the_layer_ablation_claims_read_the_ablation_run_among_the_others(runs, tmp_path, fake_record):
+def test_the_layer_ablation_claims_read_the_ablation_runs_among_the_others(runs, tmp_path, fake_record):
     """The ablation's scores per span removed are nested in its record; the run itself is no Table 1 cell."""
-    config = FinetuneConfig(task="rte", method="houlsby", adapter_size=64, learning_rate=1e-3, layer_ablation=True)
-    spans = {(0, 0): 69.0, (0, 1): 52.0, (1, 1): 66.0}  # two layers: each alone, then both
-    ablation = [{"first": first, "last": last, "accuracy": v} for (first, last), v in spans.items()]
-    fake_record(config, 70.0, layer_ablation=ablation, majority_class_score=52.7)
+    for seed, noise in ((1, 0.0), (2, 0.2), (3, 0.4)):
+        config = FinetuneConfig(
+            task="rte", method="houlsby", adapter_size=64, learning_rate=1e-3, layer_ablation=True, seed=seed
+        )
+        spans = {(0, 0): 69.0, (0, 1): 52.0, (1, 1): 66.0}  # two layers: each alone, then both
+        ablation = [{"first": first, "last": last, "accuracy": v + noise} for (first, last), v in spans.items()]
+        fake_record(config, 70.0, layer_ablation=ablation, majority_class_score=52.7)
     runs = labelled(tmp_path)
-    assert [r["layer_ablation"] for r in hc.ablation_records(runs)] == [ablation]
+    assert len(hc.ablation_records(runs)) == 3
     assert ht.table1(runs).equals(ht.table1(runs[~runs["config.layer_ablation"]]))
     claims = hc.claims(runs).set_index("claim")
-    assert claims.loc["Removing one layer's adapters costs little (at most 2 points in the paper)"].tolist() == [
-        "largest single-layer drop: 4.0 points",
-        "does not hold",
-    ]
-    assert claims.loc["Removing every adapter falls to the majority-class level", "ours"] == (
-        "rte: 52.0 (majority class 52.7)"
-    )
-    assert claims.loc["Lower layers' adapters matter less than upper layers'", "verdict"] == "holds"
+    one = claims.loc["Removing the adapters of any single layer costs little (at most 2 points)"]
+    assert one["verdict"] == "does not hold" and one["ours: effect [95% CI]"].startswith("+3.8 [")
+    assert claims.loc["Removing every adapter falls to the majority-class level", "verdict"] == "holds"
+    assert claims.loc["Adapters of the lower layers matter less than those of the upper layers", "verdict"] == "holds"
