@@ -56,7 +56,9 @@ def test_an_arm_that_learned_nothing_or_has_fewer_than_3_seeds_is_not_testable()
     assert judged.verdict == "not testable" and judged.why == "learned nothing: task3 (1 run)"
     thin = synthetic_units(rng, 5.0, seeds=2)
     judged = judge(thin, Rule("above", 0.0))
-    assert judged.verdict == "not testable" and judged.why.startswith("fewer than 3 reported seeds: task0 (2), task1 (2)")
+    assert judged.verdict == "not testable" and judged.why.startswith(
+        "fewer than 3 reported seeds: task0 (2), task1 (2)"
+    )
     assert not np.isnan(judged.low)  # the interval is still shown
 
 

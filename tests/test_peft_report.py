@@ -117,14 +117,10 @@ def test_learning_curve_has_the_fractions_of_the_cap(runs):
     assert by_updates["train_examples"].tolist() == [120, 1200] and by_updates["accuracy"].tolist() == [72.0, 84.0]
 
 
-def test_verdicts_follow_the_numbers(runs):
-    verdicts = pc.claims(runs).set_index("claim")["verdict"]
-    assert verdicts.iloc[0] == "holds"  # full is the most accurate in both settings
-    assert (
-        verdicts.iloc[1] == "holds"
-    )  # bitfit beats lora and prompt tuning among cheap methods and has the fastest epochs
-    assert verdicts.iloc[2] == "holds"  # prompt tuning weakest, and drops 1 point from 90% to 30% (full 2, bitfit 7)
-    assert verdicts.iloc[3] == "holds"  # encoder-only trails full by 15 after epoch 1 and by 4 at the end
+def test_verdicts_rest_on_the_seeds_that_chose_no_rate(runs):
+    table = pc.claims(runs)
+    assert len(table) == 6 and set(table["verdict"]) <= {"not testable"}  # the fixture's runs are seed 0's
+    assert table["why"].str.startswith("fewer than 3 reported seeds").all()
 
 
 def test_seconds_are_the_median_over_seeds_so_one_slowed_run_does_not_move_them(tmp_path, run):

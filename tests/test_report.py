@@ -1,8 +1,6 @@
 """What every chapter shares: its runs as one frame (`load_runs`), the scale a table's runs were made at, mean ± sd,
 and the foundation chapter's verdict per task."""
 
-import pandas as pd
-
 from adaptstudy.reporting.common import (
     adapter_gap,
     compare_with_published,

@@ -138,6 +138,13 @@ def unit_table(verdict: Verdict) -> pd.DataFrame:
     rows = []
     for i, j in enumerate(verdict.judgements):
         for name, unit in j.units or [("all", j)]:
-            rows.append({"comparison": i + 1, "unit": name, "effect [95% CI]": unit.interval(), "seeds": unit.seeds,
-                         "verdict": unit.verdict})
+            rows.append(
+                {
+                    "comparison": i + 1,
+                    "unit": name,
+                    "effect [95% CI]": unit.interval(),
+                    "seeds": unit.seeds,
+                    "verdict": unit.verdict,
+                }
+            )
     return pd.DataFrame(rows)

@@ -376,8 +376,15 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     dapt = verdict_of(DAPT_HELPS, vs("dapt", "baseline"))
     family = ADAPTER_VARIANT.split(",")[0]
     adapter_units = [
-        Unit(t, [(1.0, cells(t, "dapt", ADAPTER_VARIANT, family)), (-1.0, cells(t, "baseline", family, family)),
-                 (-1.0, cells(t, "dapt")), (1.0, cells(t, "baseline"))])
+        Unit(
+            t,
+            [
+                (1.0, cells(t, "dapt", ADAPTER_VARIANT, family)),
+                (-1.0, cells(t, "baseline", family, family)),
+                (-1.0, cells(t, "dapt")),
+                (1.0, cells(t, "baseline")),
+            ],
+        )
         for t in tasks_with["dapt"]
         if not runs[(runs["task"] == t) & (runs["adaptation"] == ADAPTER_VARIANT)].empty
     ]

@@ -6,10 +6,10 @@ published threshold, a baseline with no spread).
 
 The interval is a Welch t-interval over seeds; where every run of the comparison stored its predictions, its
 variance is widened by a paired bootstrap over evaluation examples (the same resampled examples for both arms and
-every seed), so the interval also covers which examples were drawn for the reported split (conservatively: where runs err on
-different examples, their example noise is already in the spread over seeds and is counted twice). A percentile bootstrap
-over seeds alone is not used: its variance is (n − 1)/n of the sample's, so with 3 seeds its "95%" interval is
-about as wide as a t-interval at 89%, and it never reaches beyond the seeds observed.
+every seed), so the interval also covers which examples were drawn for the reported split (conservatively: where
+runs err on different examples, their example noise is already in the spread over seeds and is counted twice). A
+percentile bootstrap over seeds alone is not used: its variance is (n − 1)/n of the sample's, so with 3 seeds its
+"95%" interval is about as wide as a t-interval at 89%, and it never reaches beyond the seeds observed.
 
 A comparison is **not testable** when an arm has fewer than `MIN_SEEDS` reported seeds or a run that learned
 nothing; otherwise the rule reads the interval: **holds**, **does not hold**, or **inconclusive**.
@@ -140,7 +140,11 @@ class Judgement:
     def interval(self) -> str:
         if np.isnan(self.effect):
             return "–"
-        return f"{self.effect:+.1f} [{self.low:+.1f}, {self.high:+.1f}]" if not np.isnan(self.low) else f"{self.effect:+.1f}"
+        return (
+            f"{self.effect:+.1f} [{self.low:+.1f}, {self.high:+.1f}]"
+            if not np.isnan(self.low)
+            else f"{self.effect:+.1f}"
+        )
 
 
 def judge(units: Sequence[Unit], rule: Rule, resamples: int = RESAMPLES, seed: int = 0) -> Judgement:
@@ -258,5 +262,6 @@ def _from_confusion(metric: str, c: np.ndarray) -> np.ndarray:
             cov_tt = n**2 - (t_k**2).sum(axis=1)
             denominator = np.sqrt(cov_pp * cov_tt)
             return np.where(denominator > 0, cov_tp / denominator, 0.0)
-    raise ValueError(f"no resampled form of metric {metric!r}; valid: accuracy, f1, macro_f1, micro_f1, mcc, "
-                     "pearson, spearman")
+    raise ValueError(
+        f"no resampled form of metric {metric!r}; valid: accuracy, f1, macro_f1, micro_f1, mcc, pearson, spearman"
+    )

@@ -44,8 +44,11 @@ def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFra
         *hyperformer.verdicts(hyper),
     ]
     seconds = pd.concat(
-        [r[["run_id", "train_runtime_s", "eval_runtime_s"]] for r in (houlsby, peft, dsp_runs, fusion_runs, hyper)
-         if not r.empty and "eval_runtime_s" in r]
+        [
+            r[["run_id", "train_runtime_s", "eval_runtime_s"]]
+            for r in (houlsby, peft, dsp_runs, fusion_runs, hyper)
+            if not r.empty and "eval_runtime_s" in r
+        ]
     )
     return verdicts, seconds
 

@@ -151,14 +151,20 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 
     def unit(task: str) -> Unit:
         here = cells[cells["task"] == task]
-        return contrast(task, arm(here[here["label"] == "fusion-st-a"], "score"), arm(here[here["label"] == "st-a"], "score"),
-                        "accuracy")
+        return contrast(
+            task,
+            arm(here[here["label"] == "fusion-st-a"], "score"),
+            arm(here[here["label"] == "st-a"], "score"),
+            "accuracy",
+        )
 
     tasks = [t for t in FUSION_TARGETS if {"fusion-st-a", "st-a"} <= set(cells.loc[cells["task"] == t, "label"])]
     share = (cells["trainable_params"] / cells["backbone_params"]).groupby(cells["label"]).mean()
     capacity = (
         f"Fusion trains {share['fusion-st-a'] / share['st-a']:.1f}× ST-A's parameters: capacity, not composition, may "
-        "explain a gain" if {"fusion-st-a", "st-a"} <= set(share.index) else ""
+        "explain a gain"
+        if {"fusion-st-a", "st-a"} <= set(share.index)
+        else ""
     )
     return [
         verdict_of(FUSION_BEATS, [unit(t) for t in tasks], detail=capacity),

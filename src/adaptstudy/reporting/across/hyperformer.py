@@ -303,8 +303,7 @@ COMPONENTS = declare(
     PAPER,
     "Each component of Hyperformer++ helps: removing it lowers the score",
     "Table 4",
-    "GLUE average (T5-small) "
-    + ", ".join(f"{k} {v:.2f}" for k, v in HYPER_ABLATION.items()),
+    "GLUE average (T5-small) " + ", ".join(f"{k} {v:.2f}" for k, v in HYPER_ABLATION.items()),
     "per component: mean over the 5 tasks of Hyperformer++ − without it",
     Rule("above", 0.0),
 )
@@ -342,9 +341,15 @@ def task_runs(runs: pd.DataFrame) -> pd.DataFrame:
             key = f"{task}/{resolve_task(task).main_metric}"
             if key in run["scores"]:
                 rows.append(
-                    {"run_id": run["run_id"], "label": run["label"], "seed": run["seed"], "cap": run["cap"],
-                     "task": task, "score": run["scores"][key],
-                     "learned_nothing": learned_nothing(run["record"], task)}
+                    {
+                        "run_id": run["run_id"],
+                        "label": run["label"],
+                        "seed": run["seed"],
+                        "cap": run["cap"],
+                        "task": task,
+                        "score": run["scores"][key],
+                        "learned_nothing": learned_nothing(run["record"], task),
+                    }
                 )
     return pd.DataFrame(rows, columns=["run_id", "label", "seed", "cap", "task", "score", "learned_nothing"])
 
@@ -364,8 +369,11 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     caps = sorted(set(several.loc[several["label"] == "hyperformer++", "cap"]))
     few = _few_shot_runs(reported(runs)) if not runs.empty else pd.DataFrame(columns=["task", "k", "label", "score"])
     few_units = [
-        contrast(f"{task} k={k}", arm(few[(few["task"] == task) & (few["k"] == k) & (few["label"] == FEW_SHOT_LABELS[0])], "score"),
-                 arm(few[(few["task"] == task) & (few["k"] == k) & (few["label"] == FEW_SHOT_LABELS[1])], "score"))
+        contrast(
+            f"{task} k={k}",
+            arm(few[(few["task"] == task) & (few["k"] == k) & (few["label"] == FEW_SHOT_LABELS[0])], "score"),
+            arm(few[(few["task"] == task) & (few["k"] == k) & (few["label"] == FEW_SHOT_LABELS[1])], "score"),
+        )
         for task, rows in HYPER_FEW_SHOT.items()
         for k in rows["k"]
     ]
@@ -374,8 +382,10 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         verdict_of(BEATS_ST_FULL, versus(main, "hyperformer++", "st-full")),
         verdict_of(BEATS_SHARED, versus(main, "hyperformer", "mt-adapters")),
         verdict_of(COMPONENTS, {m: versus(ablations, "hyperformer++", m) for m in list(HYPER_ABLATION)[1:]}),
-        verdict_of(LOW_RESOURCE, {f"{cap:g} per task": versus(several[several["cap"] == cap], "hyperformer++", "mt-full")
-                                  for cap in caps}),
+        verdict_of(
+            LOW_RESOURCE,
+            {f"{cap:g} per task": versus(several[several["cap"] == cap], "hyperformer++", "mt-full") for cap in caps},
+        ),
         verdict_of(FEW_SHOT, few_units),
     ]
 

@@ -211,10 +211,14 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 
     tasks = sorted(set(table.loc[table["label"] == "full", "task"]))
     return [
-        verdict_of(PARITY, [contrast(t, cells(t, best[t]), cells(t, "full"), metric=metric[t]) for t in tasks if t in best]),
+        verdict_of(
+            PARITY, [contrast(t, cells(t, best[t]), cells(t, "full"), metric=metric[t]) for t in tasks if t in best]
+        ),
         verdict_of(PARITY_64, [contrast(t, cells(t, "houlsby-64"), cells(t, "full"), metric=metric[t]) for t in tasks]),
         verdict_of(TOP_K, _top_k_units(runs)),
-        verdict_of(SIZE, [contrast(t, cells(t, "houlsby-8"), cells(t, "houlsby-256"), metric=metric[t]) for t in tasks]),
+        verdict_of(
+            SIZE, [contrast(t, cells(t, "houlsby-8"), cells(t, "houlsby-256"), metric=metric[t]) for t in tasks]
+        ),
         *_ablation_verdicts(runs),
         *_init_verdicts(runs),
     ]
@@ -238,8 +242,11 @@ def _top_k_units(runs: pd.DataFrame) -> list[Unit]:
                 continue
             a = cheaper.loc[cheaper["trainable_params"].idxmax(), "label"]
             same = reported(runs[runs["plain"] & (runs["task"] == task)])
-            units.append(contrast(f"{task} {t['label']} vs {a}", arm(same[same["label"] == a]),
-                                  arm(same[same["label"] == t["label"]])))
+            units.append(
+                contrast(
+                    f"{task} {t['label']} vs {a}", arm(same[same["label"] == a]), arm(same[same["label"] == t["label"]])
+                )
+            )
     return units
 
 

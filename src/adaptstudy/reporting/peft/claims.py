@@ -98,16 +98,32 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     backbones = sorted({b for b, _ in panels})
 
     def data_loss(method: str, backbone: str) -> Unit:
-        terms = [(1.0, cells(backbone, fast, method)), (-1.0, cells(backbone, slow, method)),
-                 (-1.0, cells(backbone, fast, "prompt_tuning")), (1.0, cells(backbone, slow, "prompt_tuning"))]
+        terms = [
+            (1.0, cells(backbone, fast, method)),
+            (-1.0, cells(backbone, slow, method)),
+            (-1.0, cells(backbone, fast, "prompt_tuning")),
+            (1.0, cells(backbone, slow, "prompt_tuning")),
+        ]
         return Unit(backbone, terms)
 
     return [
         verdict_of(FULL_BEST, {f"vs {m}": per_panel("full", m) for m in others}),
-        verdict_of(BITFIT_BEST, {f"vs {m}": per_panel("bitfit", m, where=larger) for m in sorted(cheap) if m != "bitfit"}),
-        verdict_of(BITFIT_FAST, {f"vs {m}": per_panel(m, "bitfit", "epoch_s", learned="") for m in PEFT_REPORT_METHODS if m != "bitfit"}),
-        verdict_of(PROMPT_WEAKEST, {f"vs {m}": per_panel(m, "prompt_tuning") for m in others if m != "prompt_tuning"} | {"vs full": per_panel("full", "prompt_tuning")}),
-        verdict_of(PROMPT_DATA, {f"vs {m}": [data_loss(m, b) for b in backbones] for m in PEFT_REPORT_METHODS if m != "prompt_tuning"}),
+        verdict_of(
+            BITFIT_BEST, {f"vs {m}": per_panel("bitfit", m, where=larger) for m in sorted(cheap) if m != "bitfit"}
+        ),
+        verdict_of(
+            BITFIT_FAST,
+            {f"vs {m}": per_panel(m, "bitfit", "epoch_s", learned="") for m in PEFT_REPORT_METHODS if m != "bitfit"},
+        ),
+        verdict_of(
+            PROMPT_WEAKEST,
+            {f"vs {m}": per_panel(m, "prompt_tuning") for m in others if m != "prompt_tuning"}
+            | {"vs full": per_panel("full", "prompt_tuning")},
+        ),
+        verdict_of(
+            PROMPT_DATA,
+            {f"vs {m}": [data_loss(m, b) for b in backbones] for m in PEFT_REPORT_METHODS if m != "prompt_tuning"},
+        ),
         verdict_of(CONVERGENCE, per_panel("full", "encoder_only", "early_gap")),
     ]
 
