@@ -31,6 +31,17 @@ from adaptstudy.reporting.published import (
 
 CORPUS_DOMAIN = {"reviews": "Reviews", "news": "News"}  # our DAPT corpora and the paper's domain names
 WARM_UP = ("general", "head")
+COST_COLUMNS = [
+    "corpus",
+    "mode",
+    "starts from",
+    "corpus_fraction",
+    "steps",
+    "train s",
+    "tokens/s",
+    "peak MB",
+    "trainable",
+]
 
 
 def pretraining_settings(init_from: Any) -> list[dict]:
@@ -193,19 +204,7 @@ def perplexity_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
 def cost_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
     """What each pretraining run cost: steps, tokens/s, seconds, peak memory, trained parameters."""
     if pretrain_runs.empty:
-        return pd.DataFrame(
-            columns=[
-                "corpus",
-                "mode",
-                "starts from",
-                "corpus_fraction",
-                "steps",
-                "train s",
-                "tokens/s",
-                "peak MB",
-                "trainable",
-            ]
-        )
+        return pd.DataFrame(columns=COST_COLUMNS)
     runs = pretrain_runs.assign(corpus=pretrain_runs["task"].str.removeprefix("mlm:"))
     return runs[
         [
