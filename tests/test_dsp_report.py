@@ -4,8 +4,9 @@ verdicts."""
 import pandas as pd
 import pytest
 
-from adaptstudy.reporting import dsp as dr
 from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.dsp import claims as dc
+from adaptstudy.reporting.dsp import tables as dr
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
 
@@ -82,7 +83,7 @@ def test_tasks_without_a_domain_corpus_say_so_in_the_dapt_cells(tmp_path, run):
 
 
 def test_two_seeds_are_not_testable_and_the_adapter_claim_says_what_dapt_cost(runs):
-    table = dr.claims(runs)
+    table = dc.claims(runs)
     assert set(table["verdict"]) == {"not testable"}
     assert table["why"].str.contains("fewer than 3 reported seeds: helpfulness", regex=False).all()
     pretraining = pd.DataFrame(
@@ -95,7 +96,7 @@ def test_two_seeds_are_not_testable_and_the_adapter_claim_says_what_dapt_cost(ru
             "peak_rss_mb": [3072.0, 2048.0, 3072.0, 2000.0],
         }
     )
-    adapters = dr.claims(runs, pretraining).iloc[-1]["why"]
+    adapters = dc.claims(runs, pretraining).iloc[-1]["why"]
     assert adapters.endswith(
         "DAPT per corpus: full 10.0 min, 22.70M trained, peak 3.0 GB; seq_bn 5.0 min, 0.30M trained, peak 2.0 GB"
     )
@@ -109,7 +110,7 @@ def test_three_seeds_give_verdicts_and_the_adapter_claim_needs_its_own_seeds(tmp
             run(score + noise, start, seed=seed)
     run(59.0, WARM, method="pfeiffer")
     run(62.5, ADAPTER_DAPT, method="pfeiffer", adapter_use="continue")
-    table = dr.claims(dr.label_runs(load_runs(tmp_path)))
+    table = dc.claims(dr.label_runs(load_runs(tmp_path)))
     assert table["verdict"].tolist() == ["holds", "holds", "holds", "holds", "not testable"]
     assert table["ours: effect [95% CI]"].iloc[0].startswith("+3.0 [")
     assert "fewer than 3 reported seeds: helpfulness (1)" in table["why"].iloc[-1]
@@ -185,6 +186,6 @@ def test_dapt_plus_tapt_is_judged_against_each_condition_on_the_tasks_that_ran_i
         chemprot_tapt = {**TAPT, "corpus": "task:chemprot"}
         for score, start in ((50.0, WARM), (52.0, chemprot_tapt)):  # no DAPT+TAPT run: not a case of the claim
             run(score + noise, start, seed=seed, task="chemprot")
-    claim = dr.claims(dr.label_runs(load_runs(tmp_path))).iloc[2]
+    claim = dc.claims(dr.label_runs(load_runs(tmp_path))).iloc[2]
     assert claim["verdict"] == "does not hold"
     assert claim["ours: effect [95% CI]"].startswith("vs dapt: -2.5 [")

@@ -13,8 +13,8 @@ from pydantic_core import PydanticUndefined
 from adaptstudy.data import resolve_task
 from adaptstudy.data.metrics import compute_metrics
 from adaptstudy.launch import sweep
-from adaptstudy.reporting import dsp as dr
 from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.dsp import tables as dr
 from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.notebook_params import AnalysisParams, BenchmarkParams, DataPrepParams, SweepParams

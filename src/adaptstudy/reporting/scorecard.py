@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from adaptstudy.reporting import dsp
 from adaptstudy.reporting.across import fusion, hyperformer
 from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.dsp import claims as dsp_claims
+from adaptstudy.reporting.dsp import tables as dsp_tables
 from adaptstudy.reporting.houlsby import claims as houlsby_claims
 from adaptstudy.reporting.houlsby import tables as houlsby_tables
 from adaptstudy.reporting.peft import claims as peft_claims
@@ -33,13 +34,13 @@ def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFra
     root = Path(root)
     houlsby = houlsby_tables.label_runs(load_runs(root / "houlsby"))
     peft = peft_tables.label_runs(load_runs(root / "peft_imdb"))
-    dsp_runs = dsp.label_runs(load_runs(root / "dsp"))
+    dsp_runs = dsp_tables.label_runs(load_runs(root / "dsp"))
     fusion_runs = fusion.label_runs(load_runs(root / "fusion"))
     hyper = hyperformer.label_runs(load_runs(root / "hyperformer"))
     verdicts = [
         *houlsby_claims.verdicts(houlsby),
         *peft_claims.verdicts(peft),
-        *dsp.verdicts(dsp_runs),
+        *dsp_claims.verdicts(dsp_runs),
         *fusion.verdicts(fusion_runs),
         *hyperformer.verdicts(hyper),
     ]

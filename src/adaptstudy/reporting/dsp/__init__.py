@@ -1,0 +1,1 @@
+"""The Don't Stop Pretraining chapter: its tables (`tables`) and claims (`claims`)."""
