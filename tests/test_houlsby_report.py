@@ -162,11 +162,13 @@ def test_size_means_average_over_tasks_that_have_every_size(tmp_path, run):
     assert means.loc[8, "published: mean validation accuracy (BERT-large, GLUE)"] == 86.2
 
 
-def test_runs_at_a_constant_prediction_level_are_listed(tmp_path, data_dir, run):
+def test_runs_that_learned_nothing_are_listed_beside_the_constant(tmp_path, data_dir, run):
     run(100 * 146 / 277, lr=5e-5)  # RTE dev: always "not_entailment" scores 52.7
-    run(66.0, lr=5e-5, seed=1)
-    flagged = ht.no_signal(labelled(tmp_path), data_dir)
-    assert flagged[["task", "seed"]].values.tolist() == [["rte", 0]]
+    run(55.0, lr=5e-5, seed=1)  # above it, but within noise (1.645 standard errors: 4.9 points)
+    run(66.0, lr=5e-5, seed=2)
+    flagged = ht.learned_nothing_runs(labelled(tmp_path))
+    assert flagged[["task", "seed"]].values.tolist() == [["rte", 0], ["rte", 1]]
+    assert flagged["constant"].round(1).tolist() == [52.7, 52.7]
 
 
 def test_seed_scores_show_each_table1_cell_per_seed(runs):

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 SPLIT_SEED = 0  # splits a builder makes use it, never a run's data_seed: every run sees the same split
 LARGE_TASK = 10_000  # training examples from which a task holds out training data for model selection
 HELD_OUT = 1_000
+SELECTION_SHARE, SELECTION_CAP = 0.1, 1_000  # the selection split carved from training data (`carve_selection`)
 
 
 def resplit(splits: DatasetDict, spec: TaskSpec, train_share: float, seed: int) -> DatasetDict:
@@ -56,6 +57,18 @@ def stratified_split(labels: list[int], sizes: dict[str, int | float], seed: int
         out[name] = np.sort(taken)
     out[names[0]] = np.sort(idx)
     return {name: out[name] for name in names}
+
+
+def carve_selection(train: Dataset, spec: TaskSpec) -> tuple[Dataset, Dataset]:
+    """(the rest of train, a selection split): SELECTION_SHARE of the training rows, at most SELECTION_CAP,
+    stratified by label and seeded by SPLIT_SEED, so it is the same for every run of a task whatever its seed or
+    training cap. Learning rates, sizes and epochs are chosen on it; the reported split never chooses anything."""
+    size = min(SELECTION_CAP, max(1, round(SELECTION_SHARE * len(train))))
+    stratify = None if spec.is_regression else train["label"]
+    rest, selection = train_test_split(
+        np.arange(len(train)), test_size=size, random_state=SPLIT_SEED, stratify=stratify
+    )
+    return train.select(np.sort(rest).tolist()), train.select(np.sort(selection).tolist())
 
 
 def selection_splits(splits: DatasetDict, spec: TaskSpec, seed: int) -> DatasetDict:

@@ -35,10 +35,25 @@ def config_column(runs: pd.DataFrame, name: str, default=np.nan) -> pd.Series:
     return runs[column] if column in runs else pd.Series(default, index=runs.index)
 
 
-def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str = "main_metric_value") -> pd.DataFrame:
-    """Per group of `keys`: the learning rate with the best `score` among `grid` (runs of the selection seed),
-    with every rate tried and its score, so a chapter can show the choice."""
-    columns = [*keys, "learning_rate", "grid", "dev score"]
+def choice_score(grid: pd.DataFrame) -> str:
+    """The column settings are chosen on: the selection split's main metric where every run of the grid scored
+    one (`selection_split`), else the reported split's (runs made before the protocol; the chapter says so)."""
+    column = "selection_metric_value"
+    return column if column in grid and not grid.empty and grid[column].notna().all() else "main_metric_value"
+
+
+def chosen_on(grid: pd.DataFrame) -> str:
+    """Which split chose, in the words a chapter prints beside its choices."""
+    if choice_score(grid) == "selection_metric_value":
+        return "the selection split carved from training (10%, at most 1,000 examples)"
+    return "the reported split itself (these runs predate the selection split): the choosing seed never reports"
+
+
+def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str | None = None) -> pd.DataFrame:
+    """Per group of `keys`: the learning rate with the best `score` (default `choice_score`) among `grid` (runs of
+    the selection seed), with every rate tried and its score, so a chapter can show the choice."""
+    score = score or choice_score(grid)
+    columns = [*keys, "learning_rate", "grid", "choice score"]
     if grid.empty:
         return pd.DataFrame(columns=columns)
     rows = []
@@ -50,7 +65,7 @@ def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str = "mai
                 **dict(zip(keys, values)),
                 "learning_rate": best["config.learning_rate"],
                 "grid": rates,
-                "dev score": best[score],
+                "choice score": best[score],
             }
         )
     return pd.DataFrame(rows, columns=columns)

@@ -11,6 +11,7 @@ from pydantic import Field, model_validator
 from transformers import AutoConfig
 
 from adaptstudy.common.paths import cache_root
+from adaptstudy.data.splits import carve_selection, subsample
 from adaptstudy.data.tasks import load_task, resolve_task
 from adaptstudy.models.backbones import BACKBONES, check_backbone, resolve_backbone
 from adaptstudy.models.methods import METHODS
@@ -39,6 +40,7 @@ class FinetuneConfig(RunConfig):
         "fusion_sources": None,
         "source_settings": None,
         "max_steps": None,
+        "selection_split": False,
     }
 
     task: str | dict[str, Any] = Field("rte", description="a registered task, or a mapping declaring a custom task")
@@ -95,6 +97,12 @@ class FinetuneConfig(RunConfig):
     )
     max_eval_examples: int | None = Field(
         None, gt=0, description="None: the whole evaluation split; else a seeded subsample"
+    )
+    selection_split: bool = Field(
+        False,
+        description="carve a selection split from the training data (10%, at most 1,000 examples, stratified, the "
+        "same for every run of the task); the run scores it too, and settings are chosen on it, never on the "
+        "reported split",
     )
     adapter_variant: Literal["layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel"] | None = Field(
         None, description="houlsby: an architecture variant from the paper's ablations (None: the plain adapter)"
@@ -185,15 +193,22 @@ class FinetuneConfig(RunConfig):
         return max(1, round(self.train_fraction * total))
 
     def load_splits(self, cap: bool = True):
-        """The task's splits as this run uses them: re-split, then capped and subsampled."""
-        return load_task(
+        """The task's splits as this run uses them: re-split, then the selection split carved from train (with
+        `selection_split`), then train capped and subsampled."""
+        limit = self.train_examples_cap() if cap else None
+        splits = load_task(
             self.task,
             self.data_dir,
-            self.train_examples_cap() if cap else None,
+            None if self.selection_split else limit,
             self.data_seed,
             resplit_train_share=self.resplit_train_share,
             max_eval_examples=self.max_eval_examples,
         )
+        if self.selection_split:
+            splits["train"], splits["selection"] = carve_selection(splits["train"], resolve_task(self.task))
+            if limit is not None:
+                splits["train"] = subsample(splits["train"], limit, self.data_seed)
+        return splits
 
     def source_adapter_folders(self) -> dict[str, Path]:
         """fusion: per source task, where its trained single-task adapter is (or will be) in the cache."""

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from transformers import DataCollatorWithPadding, Trainer, set_seed
 
-from adaptstudy.data.encoding import length_order, tokenize_task
+from adaptstudy.data.encoding import length_order, sort_by_length, tokenize_task
 from adaptstudy.data.metrics import compute_metrics
 from adaptstudy.data.spec import TaskSpec
 from adaptstudy.data.tasks import resolve_task
@@ -92,6 +92,20 @@ def layer_ablation(trainer, spec: TaskSpec) -> list[dict[str, float]]:
                 scores = trainer.evaluate(metric_key_prefix="ablation")
             rows.append({"first": first, "last": last, **{m: scores[f"ablation_{m}"] for m in spec.metrics}})
     return rows
+
+
+def selection_scores(trainer, encoded, spec: TaskSpec) -> dict[str, Any] | None:
+    """The trained model's metrics on the selection split carved from train (`selection_split`), which chooses
+    settings; None without one. Scored after the reported split's predictions are kept."""
+    if "selection" not in encoded:
+        return None
+    output = trainer.predict(sort_by_length(encoded["selection"]), metric_key_prefix="selection")
+    metrics = {m: output.metrics[f"selection_{m}"] for m in spec.metrics}
+    return {
+        "selection_metrics": metrics,
+        "selection_metric_value": metrics[spec.main_metric],
+        "selection_examples": len(encoded["selection"]),
+    }
 
 
 def majority_class_score(spec: TaskSpec, train_set, eval_set) -> float | None:
@@ -175,6 +189,7 @@ def finetune(
         total_steps = trainer.state.global_step
         predictions = np.empty_like(scorer.last)  # the final evaluation's, before any ablation evaluates again
         predictions[order[trainer.eval_sampler.order]] = scorer.last
+        selection = selection_scores(trainer, encoded, spec)
         ablation = layer_ablation(trainer, spec) if config.layer_ablation else None
         sources = list(config.fusion_sources) if fusing else None
         attention = mean_attention(trainer.model, trainer.get_eval_dataloader(), sources) if fusing else None
@@ -192,6 +207,8 @@ def finetune(
         extra.update(layer_ablation=ablation, majority_class_score=majority_class_score(spec, train_set, eval_set))
     if attention is not None:
         extra.update(fusion_attention=attention)
+    if selection is not None:
+        extra.update(selection)
     return core.finish(
         run,
         session,

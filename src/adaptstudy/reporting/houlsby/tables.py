@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from adaptstudy.data.metrics import compute_metrics
-from adaptstudy.data.tasks import load_task, resolve_task
+from adaptstudy.reporting.baselines import flag_runs
 from adaptstudy.reporting.common import (
     SELECTION_SEED,
     at_learning_rates,
@@ -117,7 +116,7 @@ def size_means(runs: pd.DataFrame) -> pd.DataFrame:
     """Per adapter size: our mean dev metric on the selection seed (every size has it) over the tasks that have
     every size, beside the paper's mean."""
     chosen = chosen_learning_rates(runs)
-    means = chosen.pivot(index="task", columns="label", values="dev score") if not chosen.empty else pd.DataFrame()
+    means = chosen.pivot(index="task", columns="label", values="choice score") if not chosen.empty else pd.DataFrame()
     columns = [f"houlsby-{s}" for s in SIZES]
     complete = means[columns].dropna(how="any") if set(columns) <= set(means) else pd.DataFrame()
     return pd.DataFrame(
@@ -137,7 +136,7 @@ def best_sizes(runs: pd.DataFrame) -> dict[str, str]:
     Table 1's "Adapters (8-256)" row, chosen as the learning rates are."""
     chosen = chosen_learning_rates(runs)
     adapters = chosen[chosen["label"].str.startswith("houlsby-")]
-    return {task: group.loc[group["dev score"].idxmax(), "label"] for task, group in adapters.groupby("task")}
+    return {task: group.loc[group["choice score"].idxmax(), "label"] for task, group in adapters.groupby("task")}
 
 
 def table1(runs: pd.DataFrame) -> pd.DataFrame:
@@ -228,32 +227,19 @@ def variants_table(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def constant_scores(task: str, data_dir=None) -> list[float]:
-    """The task's main metric on its evaluation split for each constant prediction (every class, or the
-    training mean for regression): the level of a model that learned nothing about the input."""
-    spec = resolve_task(task)
-    splits = load_task(spec, data_dir)
-    gold = np.asarray(splits[spec.eval_split]["label"])
-    guesses = [np.mean(splits["train"]["label"])] if spec.is_regression else range(spec.num_labels)
-    return [
-        compute_metrics([spec.main_metric], np.full(len(gold), g, dtype=gold.dtype), gold)[spec.main_metric]
-        for g in guesses
-    ]
-
-
-def no_signal(runs: pd.DataFrame, data_dir=None, tolerance: float = 0.05) -> pd.DataFrame:
-    """Runs at the chosen rates whose dev score is that of a constant prediction: they learned nothing."""
+def learned_nothing_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Runs at the chosen rates that learned nothing (`baselines`): their dev score beside the constant
+    prediction's."""
+    columns = ["task", "label", "seed", "learning rate", "dev score", "constant"]
     chosen = at_chosen_rates(runs)
     if chosen.empty:
-        return pd.DataFrame(columns=["task", "label", "seed", "learning rate", "dev score"])
-    levels = {task: constant_scores(task, data_dir) for task in chosen["task"].unique()}
-    flat = [
-        any(abs(v - c) <= tolerance for c in levels[t]) for t, v in zip(chosen["task"], chosen["main_metric_value"])
+        return pd.DataFrame(columns=columns)
+    flagged = flag_runs(chosen)
+    hits = flagged.loc[
+        flagged["learned_nothing"], ["task", "label", "seed", "config.learning_rate", "main_metric_value", "constant"]
     ]
-    hits = chosen.loc[flat, ["task", "label", "seed", "config.learning_rate", "main_metric_value"]]
-    return hits.rename(columns={"config.learning_rate": "learning rate", "main_metric_value": "dev score"}).reset_index(
-        drop=True
-    )
+    hits.columns = columns
+    return hits.sort_values(["task", "label", "seed"], ignore_index=True)
 
 
 def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
