@@ -31,13 +31,14 @@ CORRELATIONS = ("mcc", "pearson", "spearman")
 @dataclass(frozen=True)
 class Baseline:
     """A task's constant baseline on a reported split: the main metric of the best constant prediction, and the
-    metric, constant score and noise margin a run is checked against."""
+    metric, constant score and noise margin a run is checked against; `constants` has every metric of the task."""
 
     constant: float
     check: str
     check_constant: float
     margin: float
     examples: int
+    constants: dict[str, float]
 
 
 def baseline(task: str, labels: np.ndarray) -> Baseline:
@@ -51,7 +52,7 @@ def baseline(task: str, labels: np.ndarray) -> Baseline:
     else:
         scores = [compute_metrics(spec.metrics, np.full_like(labels, c), labels) for c in np.unique(labels)]
         constants = {m: max(s[m] for s in scores) for m in spec.metrics}
-    return Baseline(constants[spec.main_metric], check, constants[check], noise_margin(check, labels), n)
+    return Baseline(constants[spec.main_metric], check, constants[check], noise_margin(check, labels), n, constants)
 
 
 def noise_margin(metric: str, labels: np.ndarray) -> float:
@@ -118,3 +119,23 @@ def flag_runs(runs: pd.DataFrame) -> pd.DataFrame:
         constant=[record_baseline(r).constant for r in runs["record"]],
         learned_nothing=np.array([learned_nothing(r) for r in runs["record"]], dtype=bool),
     )
+
+
+FLAG = "⚠"
+FLAG_NOTE = f"{FLAG}n: n of the cell's runs learned nothing (the scorecard's rule); such a cell cannot carry a verdict."
+
+
+def flagged(cell: str, learned_nothing: int) -> str:
+    """A table cell with its count of runs that learned nothing, visible at a glance: '54.5 ± 0.3 (3) ⚠2'."""
+    return f"{cell} {FLAG}{learned_nothing}" if learned_nothing else cell
+
+
+def constants_by_task(runs: pd.DataFrame, metric: str | None = None) -> dict[str, float]:
+    """Per task of these single-task runs: the constant prediction's score on the reported split, in the task's main
+    metric or `metric` (read with the first run's data settings: every run of a task in a table reports the same
+    split)."""
+    firsts = runs.drop_duplicates("task")
+    return {
+        task: record_baseline(record).constants[metric or resolve_task(task).main_metric]
+        for task, record in zip(firsts["task"], firsts["record"])
+    }

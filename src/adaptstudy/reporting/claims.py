@@ -15,10 +15,9 @@ import pandas as pd
 
 from adaptstudy.common.registry import Registry
 from adaptstudy.reporting.baselines import reported_labels
+from adaptstudy.reporting.common import SELECTION_SEED
 from adaptstudy.reporting.evidence import VERDICTS, Arm, Judgement, Rule, Unit, all_of, format_reasons, judge
 from adaptstudy.runs.predictions import decode
-
-SELECTION_SEED = 0  # the seed whose runs chose learning rates and adapter sizes in the committed chapters
 
 
 @dataclass(frozen=True)
@@ -148,3 +147,24 @@ def unit_table(verdict: Verdict) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+PROTOCOL = (
+    "**How a verdict is reached.** Each claim was declared in code before it was judged: the paper's sentence, the "
+    "effect measured, and the rule. The effect is a mean over tasks (or settings) of one arm minus another; its 95% "
+    "interval a Welch t-interval over the reported seeds, widened by a paired bootstrap over evaluation examples "
+    "where every run stored its predictions. *holds* / *does not hold*: the interval lies on one side of the rule's "
+    "threshold; *inconclusive*: it straddles it; *not testable*: an arm has fewer than 3 reported seeds or a run that "
+    "learned nothing. Runs of the seed that chose a setting never report."
+)
+TEXT_COLUMNS = ("claim", "paper reports", "ours: effect [95% CI]", "rule", "why")
+
+
+def styled(table: pd.DataFrame):
+    """A verdict table for the book: long text wraps in its columns (the book keeps other cells on one line)."""
+    wrap = [c for c in TEXT_COLUMNS if c in table.columns]
+    return (
+        table.style.hide(axis="index")
+        .set_properties(subset=wrap, **{"white-space": "normal", "min-width": "14em", "max-width": "28em"})
+        .set_properties(subset=["verdict"], **{"font-weight": "bold"})
+    )

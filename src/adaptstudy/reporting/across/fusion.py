@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.baselines import flag_runs
+from adaptstudy.reporting.baselines import FLAG_NOTE, constants_by_task, flag_runs, flagged
 from adaptstudy.reporting.claims import Verdict, arm, declare, verdict_of, verdict_table
 from adaptstudy.reporting.common import config_column, mean_sd, scale_note
 from adaptstudy.reporting.evidence import Rule, Unit, contrast
@@ -52,32 +52,44 @@ def target_cells(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def fusion_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The paper's Table 1 for our targets: ours (mean ± sd over seeds) beside the published row."""
-    cells = target_cells(runs)
+    """The paper's Table 1 for our targets: ours (mean ± sd over seeds, flagged where runs learned nothing) beside the
+    published row, and the constant prediction's accuracy on each target's dev set. Columns and rows we did not run
+    read '–' on our side (`FUSION_NOTE`)."""
+    cells = flag_runs(runs[runs["target_cell"]]) if not runs.empty else runs.assign(learned_nothing=False)
+    constants = constants_by_task(cells, "accuracy") if not cells.empty else {}
     published = published_frame(PFEIFFER_2021).pivot(index="task", columns="method", values="value")
     rows = []
     for task in (*FUSION_TARGETS, *FUSION_NOT_OFFLINE):
         ours = cells[cells["task"] == task]
         row = {"task": task, "source": "ours (minilm-l6, dev)"}
         for label in FUSION_COLUMNS:
-            scores = ours.loc[ours["label"] == label, "score"].tolist()
-            row[label] = (
-                "not run offline"
-                if task in FUSION_NOT_OFFLINE
-                else ("not run (budget)" if label.endswith("mt-a") else mean_sd(scores))
-            )
+            here = ours[ours["label"] == label]
+            row[label] = flagged(mean_sd(here["score"]), int(here["learned_nothing"].sum()))
+        row["constant"] = f"{constants[task]:.1f}" if task in constants else "–"
         rows.append(row)
         rows.append(
             {
                 "task": task,
                 "source": "published (BERT-base, dev)",
                 **{c: f"{published.loc[task, c]:.2f}" for c in FUSION_COLUMNS},
+                "constant": "–",
             }
         )
     rows.append(
-        {"task": "trained / target", "source": "ours: % of the backbone (mean over targets)", **_fusion_params(cells)}
+        {
+            "task": "trained / target",
+            "source": "ours: % of the backbone (mean over targets)",
+            **_fusion_params(cells),
+            "constant": "–",
+        }
     )
     return pd.DataFrame(rows)
+
+
+FUSION_NOTE = (
+    "Ours read '–' where not run: MT-A and Fusion w/ MT-A (left out for the budget), and BoolQ (no training data "
+    f"offline). *Constant*: the majority class's dev accuracy. {FLAG_NOTE}"
+)
 
 
 def fusion_scale_note(runs: pd.DataFrame) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.reporting.baselines import flag_runs
 from adaptstudy.reporting.claims import Verdict, arm, declare, verdict_of, verdict_table
 from adaptstudy.reporting.dsp.tables import pretraining_cost
 from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast
@@ -65,7 +64,6 @@ ADAPTER_VARIANT = "pfeiffer adapter, seq_bn pretrained (continue)"
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """Every claim of the chapter on all seeds (no setting was chosen on a seed): the full model's conditions, and
     the adapter's DAPT gain against the full model's, which is only judged where the full model's DAPT gain holds."""
-    runs = flag_runs(runs)
     runs = runs[runs["condition"].notna() & (runs["corpus_fraction"].fillna(1.0) == 1.0)]
 
     def cells(task: str, condition: str, adaptation: str = "full model", family: str = "full model") -> Arm:

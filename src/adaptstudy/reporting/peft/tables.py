@@ -11,10 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from adaptstudy.reporting.baselines import FLAG_NOTE, flag_runs, flagged
 from adaptstudy.reporting.common import (
     SELECTION_SEED,
     at_learning_rates,
     choose_learning_rates,
+    chosen_on,
     config_column,
     format_mean_sd,
 )
@@ -73,6 +75,14 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def selection_note(runs: pd.DataFrame) -> str:
+    """Which split and seed chose the learning rates, and which report."""
+    return (
+        f"Chosen with seed {SELECTION_SEED} on {chosen_on(_selection_grid(runs))}. Tables report the validation split; "
+        "the verdicts rest on the other seeds alone."
+    )
+
+
 def _selection_grid(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs learning rates are chosen among: the selection seed, 90%/10%, the full training cap."""
     return runs[(runs["seed"] == SELECTION_SEED) & (runs["setting"] == SELECTION_SETTING) & (runs["fraction"] == 1.0)]
@@ -117,7 +127,7 @@ def method_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Every method at its chosen rate, per backbone and setting (full training cap): accuracy and costs. Seconds
     are the median over seeds: a run slowed by other work sharing the machine does not move it."""
     chosen = at_chosen_rates(runs)
-    chosen = chosen[chosen["fraction"] == 1.0]
+    chosen = flag_runs(chosen[chosen["fraction"] == 1.0])
     if chosen.empty:
         return pd.DataFrame(
             columns=[
@@ -134,6 +144,8 @@ def method_table(runs: pd.DataFrame) -> pd.DataFrame:
                 "peak_mb",
                 "train_examples",
                 "learning_rate",
+                "learned_nothing",
+                "constant",
             ]
         )
     table = chosen.groupby(["backbone", "setting", "method"]).agg(
@@ -147,6 +159,8 @@ def method_table(runs: pd.DataFrame) -> pd.DataFrame:
         peak_mb=("peak_rss_mb", "max"),
         train_examples=("train_examples", "first"),
         learning_rate=("config.learning_rate", "first"),
+        learned_nothing=("learned_nothing", "sum"),
+        constant=("constant", "first"),
     )
     return table.reset_index().sort_values(
         ["backbone", "setting", "accuracy"], ascending=[True, True, False], ignore_index=True
@@ -174,9 +188,10 @@ def report_table(runs: pd.DataFrame) -> pd.DataFrame:
                     "source": f"ours ({backbone})",
                     "setting": setting,
                     **{m: _accuracy_cell(mine, m) for m in PEFT_REPORT_METHODS},
+                    "constant": f"{mine['constant'].iloc[0]:.1f}" if not mine.empty else "–",
                 }
             )
-    return pd.DataFrame(rows, columns=["source", "setting", *PEFT_REPORT_METHODS])
+    return pd.DataFrame(rows, columns=["source", "setting", *PEFT_REPORT_METHODS, "constant"]).fillna("–")
 
 
 def _accuracy_cell(table: pd.DataFrame, method: str) -> str:
@@ -184,7 +199,7 @@ def _accuracy_cell(table: pd.DataFrame, method: str) -> str:
     if method not in table.index:
         return "–"
     row = table.loc[method]
-    return format_mean_sd(row["accuracy"], row["sd"], row["seeds"])
+    return flagged(format_mean_sd(row["accuracy"], row["sd"], row["seeds"]), int(row["learned_nothing"]))
 
 
 def report_costs() -> pd.DataFrame:
@@ -196,3 +211,6 @@ def report_costs() -> pd.DataFrame:
             for m, s in seconds.items()
         ]
     )
+
+
+TABLE_NOTE = f"*Constant*: predicting the majority class of the validation split. {FLAG_NOTE}"
