@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from adaptstudy.reporting.across import fusion as fu
-from adaptstudy.reporting.across import hyperformer as hy
+from adaptstudy.reporting.across.hyperformer import claims as hyc
+from adaptstudy.reporting.across.hyperformer import tables as hy
 from adaptstudy.reporting.common import costs, load_runs, run_costs
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
@@ -64,7 +65,8 @@ def test_fusion_table_reports_each_column_over_seeds_beside_the_paper(tmp_path, 
     assert table.loc[("rte", "ours (minilm-l6, dev)"), "fusion-st-a"] == "63.0 ± 1.0 (3)"
     assert table.loc[("rte", "published (BERT-base, dev)"), "fusion-st-a"] == "76.82"
     assert table.loc[("cb", "ours (minilm-l6, dev)"), "st-a"] == "–"
-    assert table.loc[("boolq", "ours (minilm-l6, dev)"), "full"] == "not run offline"
+    assert table.loc[("boolq", "ours (minilm-l6, dev)"), "full"] == "–"  # not run offline: the table's note says so
+    assert "BoolQ (no training data offline)" in fu.FUSION_NOTE
     params = table.xs("trained / target", level="task").iloc[0]
     assert params["st-a"] == f"{100 * 1000 / BACKBONE:.2f}%" and params["mt-a"] == "–"
     claim = fu.claims(runs).iloc[0]
@@ -140,24 +142,24 @@ def test_hyperformer_rows_use_the_rate_chosen_on_seed_0_and_count_parameters_per
     published = table.loc["published (T5-base)"]
     assert published.loc["hyperformer++", "average (these 5)"] == f"{np.mean([63.73, 94.03, 92.63, 89.66, 75.36]):.1f}"
     assert table.loc[("published (T5-base)", "hyperformer++"), "cola"] == 63.73
-    assert hy.constant_cola(runs) == (
-        "CoLA runs at Matthews correlation 0 (one class for every sentence): st-adapters 0 of 3; hyperformer++ 0 of 2."
-    )
+    constant = table.loc[("ours (minilm-l6)", "constant prediction")]
+    assert (constant["cola"], constant["rte"]) == ("0.0", "55.4")  # Matthews 0; the majority of RTE's test half
     rates = hy.rate_selection(runs)
     assert rates[["learning_rate", "validation mean (seed 0)", "chosen"]].values.tolist() == [
         [3e-4, 60.0, False],
         [1e-3, 70.0, True],
     ]
-    verdicts = hy.claims(runs).set_index("claim")
+    verdicts = hyc.claims(runs).set_index("claim")
     beats = verdicts.loc["Hyperformer++ beats single-task adapters while training fewer parameters per task"]
     assert beats["verdict"] == "not testable"  # seed 0 chose the rate: seed 1 alone reports
     assert beats["seeds"] == 1
     assert verdicts.loc["Hyperformer beats one adapter shared by the tasks", "ours: effect [95% CI]"] == "–"
 
 
-def test_a_constant_cola_run_is_counted(tmp_path, multi_run):
-    multi_run(tmp_path, hy.GLUE5, "full", 0, [0.0, 80, 80, 80, 60])
-    assert hy.constant_cola(hyper_runs(tmp_path)).endswith("mt-full 1 of 1.")
+def test_runs_that_learned_nothing_are_flagged_in_their_cells(tmp_path, multi_run):
+    multi_run(tmp_path, hy.GLUE5, "full", 0, [0.0, 80, 80, 80, 60])  # CoLA at Matthews 0: one class for every sentence
+    row = hy.hyper_table(hyper_runs(tmp_path)).set_index(["source", "method"]).loc[("ours (minilm-l6)", "mt-full")]
+    assert (row["cola"], row["sst2"]) == ("0.0 (1) ⚠1", "80.0 (1)")
 
 
 def test_ablations_low_resource_and_few_shot_are_read_off_their_settings(tmp_path, multi_run):
@@ -182,9 +184,9 @@ def test_ablations_low_resource_and_few_shot_are_read_off_their_settings(tmp_pat
     assert shots.loc[("imdb", 4), "ours hyperformer++"] == "77.0 (1)"
     assert shots.loc[("imdb", 4), "published hyperformer++"] == 81.77
     assert isinstance(hy.few_shot(hyper_runs(tmp_path / "none")), pd.DataFrame)
-    claims = hy.claims(runs).set_index("claim")
+    claims = hyc.claims(runs).set_index("claim")
     assert set(claims["verdict"]) == {"not testable"}  # the ablations and few-shot runs are seed 0's alone
-    assert claims.loc[hy.COMPONENTS.sentence, "why"].startswith("fewer than 3 reported seeds")
+    assert claims.loc[hyc.COMPONENTS.sentence, "why"].startswith("fewer than 3 reported seeds")
 
 
 def test_low_resource_uses_the_chosen_rate_and_judges_every_size(tmp_path, multi_run):
@@ -197,18 +199,17 @@ def test_low_resource_uses_the_chosen_rate_and_judges_every_size(tmp_path, multi
     runs = hyper_runs(tmp_path)
     curve = hy.low_resource(runs).set_index(["label", "cap"])["mean test score"]
     assert curve[("hyperformer++", 1000)] == 80.0 and curve[("mt-full", 100)] == 72.0
-    low = hy.claims(runs).set_index("claim").loc[hy.LOW_RESOURCE.sentence]
+    low = hyc.claims(runs).set_index("claim").loc[hyc.LOW_RESOURCE.sentence]
     assert low["verdict"] == "not testable"  # seed 0 chose the rate
 
 
 def test_the_chapter_has_no_ours_where_no_study_ran(tmp_path):
     fusion, hyper = fusion_runs(tmp_path / "none"), hyper_runs(tmp_path / "none")
-    claims = pd.concat([fu.claims(fusion), hy.claims(hyper)], ignore_index=True)
+    claims = pd.concat([fu.claims(fusion), hyc.claims(hyper)], ignore_index=True)
     assert len(claims) == 8 and set(claims["verdict"]) == {"not testable"}
     assert set(claims["ours: effect [95% CI]"]) <= {"–"} | {c for c in claims["ours: effect [95% CI]"] if ": –" in c}
     assert set(fu.fusion_table(fusion).query("source == 'ours (minilm-l6, dev)' and task == 'rte'").iloc[0][2:]) == {
-        "–",
-        "not run (budget)",
+        "–"
     }
 
 

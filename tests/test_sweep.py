@@ -13,7 +13,7 @@ import yaml
 
 from adaptstudy.common.files import mark_complete
 from adaptstudy.launch import sweep as sw
-from adaptstudy.reporting.across import hyperformer as hy
+from adaptstudy.reporting.across.hyperformer import tables as hy
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.finetune_config import FinetuneConfig

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from adaptstudy.reporting.across import fusion, hyperformer
+from adaptstudy.reporting.across import fusion
+from adaptstudy.reporting.across.hyperformer import claims as hyperformer_claims
+from adaptstudy.reporting.across.hyperformer import tables as hyperformer_tables
 from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.dsp import claims as dsp_claims
@@ -36,13 +38,13 @@ def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFra
     peft = peft_tables.label_runs(load_runs(root / "peft_imdb"))
     dsp_runs = dsp_tables.label_runs(load_runs(root / "dsp"))
     fusion_runs = fusion.label_runs(load_runs(root / "fusion"))
-    hyper = hyperformer.label_runs(load_runs(root / "hyperformer"))
+    hyper = hyperformer_tables.label_runs(load_runs(root / "hyperformer"))
     verdicts = [
         *houlsby_claims.verdicts(houlsby),
         *peft_claims.verdicts(peft),
         *dsp_claims.verdicts(dsp_runs),
         *fusion.verdicts(fusion_runs),
-        *hyperformer.verdicts(hyper),
+        *hyperformer_claims.verdicts(hyper),
     ]
     seconds = pd.concat(
         [

@@ -1,5 +1,5 @@
-"""The Hyperformer half of the "across tasks" chapter (study `hyperformer`): the paper's Table 1 on our five tasks,
-the learning rates chosen, the ablation, the low-resource curve, few-shot transfer, and their claims.
+"""The Hyperformer half of the "across tasks" chapter's tables (study `hyperformer`): the paper's Table 1 on our five
+tasks, the learning rates chosen, the ablation, the low-resource curve and few-shot transfer.
 
 Hyperformer records are multi-task records (`tasks`, per-task test scores under `task/metric`); a single-task
 baseline is a multi-task record with one task. A method's learning rate is chosen on the selection seed by
@@ -16,9 +16,7 @@ import seaborn as sns
 
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.reporting.baselines import flagged, learned_nothing, record_baseline
-from adaptstudy.reporting.claims import Verdict, arm, declare, reported, verdict_of, verdict_table
 from adaptstudy.reporting.common import SELECTION_SEED, at_learning_rates, choose_learning_rates, mean_sd, sample_sd
-from adaptstudy.reporting.evidence import Rule, Unit, contrast
 from adaptstudy.reporting.published import HYPER_ABLATION, HYPER_COLUMNS, HYPER_FEW_SHOT, HYPER_TABLE1
 
 GLUE5 = ("cola", "sst2", "mrpc", "stsb", "rte")
@@ -95,13 +93,8 @@ def rate_selection(runs: pd.DataFrame) -> pd.DataFrame:
 
 def _task_scores(runs: pd.DataFrame) -> dict[str, dict[str, list[float]]]:
     """label -> task -> test scores (the task's main metric) over seeds."""
-    out: dict[str, dict[str, list[float]]] = {}
-    for _, run in runs.iterrows():
-        for task in run["tasks"]:
-            value = run["scores"].get(f"{task}/{resolve_task(task).main_metric}")
-            if value is not None:
-                out.setdefault(run["label"], {}).setdefault(task, []).append(value)
-    return out
+    frame = task_runs(runs, flags=False)
+    return {label: g.groupby("task")["score"].agg(list).to_dict() for label, g in frame.groupby("label")}
 
 
 def _params(runs: pd.DataFrame, label: str, n_tasks: int) -> tuple[str, str]:
@@ -122,7 +115,7 @@ def _params(runs: pd.DataFrame, label: str, n_tasks: int) -> tuple[str, str]:
     )
 
 
-def _main_table_runs(runs: pd.DataFrame) -> pd.DataFrame:
+def main_table_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs of the main table: the main training size, each method at its chosen rate."""
     return at_chosen_rates(runs[runs["cap"] == MAIN_CAP]) if not runs.empty else runs
 
@@ -130,7 +123,7 @@ def _main_table_runs(runs: pd.DataFrame) -> pd.DataFrame:
 def seed_spread(runs: pd.DataFrame, tasks) -> str:
     """How far one seed can move a score on `tasks` (the fusion targets): the sd over seeds of our single-task runs
     (same backbone, 1,000 training examples), against which a one-seed fusion margin is read."""
-    scores = _task_scores(_main_table_runs(runs))
+    scores = _task_scores(main_table_runs(runs))
     parts = [
         f"{task.upper()} {label.removeprefix('st-')} {sample_sd(values):.1f}"
         for task in tasks
@@ -151,7 +144,7 @@ def hyper_table(runs: pd.DataFrame) -> pd.DataFrame:
     nothing) beside the published row, and the constant prediction's score on each test split. Both get the average
     over these five tasks (the paper's MRPC F1 and STS-B Spearman: our main metrics); the paper's own average, over
     its 8 tasks, stands apart."""
-    runs = _main_table_runs(runs)
+    runs = main_table_runs(runs)
     scores = _task_scores(runs)
     per_task = task_runs(runs)
     collapsed = per_task.groupby(["label", "task"])["learned_nothing"].sum()
@@ -253,7 +246,7 @@ def plot_low_resource(frame: pd.DataFrame):
     return ax
 
 
-def _few_shot_runs(runs: pd.DataFrame) -> pd.DataFrame:
+def few_shot_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per few-shot run (Hyperformer++ transfer or a single-task adapter on a few-shot task): task, k, score."""
     one = runs[np.array([len(t) == 1 and t[0] in HYPER_FEW_SHOT for t in runs["tasks"]], dtype=bool)]
     frame = one.assign(task=[t[0] for t in one["tasks"]])[["run_id", "task", "cap", "label", "main_metric_value"]]
@@ -264,7 +257,7 @@ def _few_shot_runs(runs: pd.DataFrame) -> pd.DataFrame:
 def few_shot(runs: pd.DataFrame) -> pd.DataFrame:
     """Few-shot transfer to a new task: ours (Hyperformer++ task embedding, single-task adapters) per k beside
     the paper's Table 3."""
-    ours = _few_shot_runs(runs)
+    ours = few_shot_runs(runs)
     out = []
     for task, published in HYPER_FEW_SHOT.items():
         for i, k in enumerate(published["k"]):
@@ -277,133 +270,21 @@ def few_shot(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-PAPER = "Mahabadi et al. 2021"
-
-
-def _average(label: str) -> float:
-    return HYPER_TABLE1[label][2][-1]
-
-
-BEATS_ST_ADAPTERS = declare(
-    "hyperformer.beats-st-adapters",
-    PAPER,
-    "Hyperformer++ beats single-task adapters while training fewer parameters per task",
-    "Table 1",
-    f"GLUE average {_average('hyperformer++'):.2f} vs {_average('st-adapters'):.2f} with "
-    f"{HYPER_TABLE1['hyperformer++'][1]:.2f}% vs {HYPER_TABLE1['st-adapters'][1]:.2f}% per task (T5-base)",
-    "mean over the 5 tasks of Hyperformer++ − single-task adapters (test half of dev)",
-    Rule("above", 0.0),
-)
-BEATS_ST_FULL = declare(
-    "hyperformer.beats-st-full",
-    PAPER,
-    "Hyperformer++ beats single-task fine-tuning",
-    "Table 1",
-    f"GLUE average {_average('hyperformer++'):.2f} vs {_average('st-full'):.2f} (T5-base)",
-    "mean over the 5 tasks of Hyperformer++ − single-task fine-tuning",
-    Rule("above", 0.0),
-)
-BEATS_SHARED = declare(
-    "hyperformer.beats-mt-adapters",
-    PAPER,
-    "Hyperformer beats one adapter shared by the tasks",
-    "Table 1",
-    f"GLUE average {_average('hyperformer'):.2f} vs {_average('mt-adapters'):.2f} (T5-base)",
-    "mean over the 5 tasks of Hyperformer − multi-task adapters",
-    Rule("above", 0.0),
-)
-COMPONENTS = declare(
-    "hyperformer.components",
-    PAPER,
-    "Each component of Hyperformer++ helps: removing it lowers the score",
-    "Table 4",
-    "GLUE average (T5-small) " + ", ".join(f"{k} {v:.2f}" for k, v in HYPER_ABLATION.items()),
-    "per component: mean over the 5 tasks of Hyperformer++ − without it",
-    Rule("above", 0.0),
-)
-LOW_RESOURCE = declare(
-    "hyperformer.low-resource",
-    PAPER,
-    "Hyperformer++ beats multi-task fine-tuning at every training size per task",
-    "Figure 2",
-    "above T5 fine-tuning at every size (T5-base)",
-    "per training size: mean over the 5 tasks of Hyperformer++ − multi-task fine-tuning",
-    Rule("above", 0.0),
-)
-FEW_SHOT = declare(
-    "hyperformer.few-shot",
-    PAPER,
-    "Few-shot: a new task embedding for a trained Hyperformer++ beats an adapter trained on the same k examples",
-    "Table 3",
-    "IMDb and CB, every k: "
-    + ", ".join(
-        f"{t} k={k} {h - a:+.1f}"
-        for t, rows in HYPER_FEW_SHOT.items()
-        for k, h, a in zip(rows["k"], rows["hyperformer++"], rows["st-adapters"])
-    ),
-    "mean over (task, k) of Hyperformer++ transfer − the adapter",
-    Rule("above", 0.0),
-)
-
-
-def task_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per run and task it scores: label, seed, cap, task, score (the task's main metric on test) and
-    whether the run learned nothing on that task."""
-    rows = []
-    for _, run in runs.iterrows():
-        for task in run["tasks"]:
-            key = f"{task}/{resolve_task(task).main_metric}"
-            if key in run["scores"]:
-                rows.append(
-                    {
-                        "run_id": run["run_id"],
-                        "label": run["label"],
-                        "seed": run["seed"],
-                        "cap": run["cap"],
-                        "task": task,
-                        "score": run["scores"][key],
-                        "learned_nothing": learned_nothing(run["record"], task),
-                    }
-                )
+def task_runs(runs: pd.DataFrame, flags: bool = True) -> pd.DataFrame:
+    """One row per run and task it scores: label, seed, cap, task, score (the task's main metric on test) and, with
+    `flags`, whether the run learned nothing on that task."""
+    rows = [
+        {
+            "run_id": run["run_id"],
+            "label": run["label"],
+            "seed": run["seed"],
+            "cap": run["cap"],
+            "task": task,
+            "score": run["scores"][key],
+            "learned_nothing": flags and learned_nothing(run["record"], task),
+        }
+        for _, run in runs.iterrows()
+        for task in run["tasks"]
+        if (key := f"{task}/{resolve_task(task).main_metric}") in run["scores"]
+    ]
     return pd.DataFrame(rows, columns=["run_id", "label", "seed", "cap", "task", "score", "learned_nothing"])
-
-
-def verdicts(runs: pd.DataFrame) -> list[Verdict]:
-    """Every claim of the Hyperformer half, on the seeds that chose no learning rate."""
-    main = task_runs(reported(_main_table_runs(runs))) if not runs.empty else task_runs(runs)
-
-    def versus(frame: pd.DataFrame, a: str, b: str) -> list[Unit]:
-        def cells(label, task):
-            return arm(frame[(frame["label"] == label) & (frame["task"] == task)], "score")
-
-        return [contrast(t, cells(a, t), cells(b, t), resolve_task(t).main_metric) for t in GLUE5]
-
-    ablations = task_runs(reported(at_chosen_rates(runs[(runs["cap"] == MAIN_CAP)]))) if not runs.empty else main
-    several = task_runs(reported(at_chosen_rates(runs[runs["tasks"].apply(len) > 1]))) if not runs.empty else main
-    caps = sorted(set(several.loc[several["label"] == "hyperformer++", "cap"]))
-    few = _few_shot_runs(reported(runs)) if not runs.empty else pd.DataFrame(columns=["task", "k", "label", "score"])
-    few_units = [
-        contrast(
-            f"{task} k={k}",
-            arm(few[(few["task"] == task) & (few["k"] == k) & (few["label"] == FEW_SHOT_LABELS[0])], "score"),
-            arm(few[(few["task"] == task) & (few["k"] == k) & (few["label"] == FEW_SHOT_LABELS[1])], "score"),
-        )
-        for task, rows in HYPER_FEW_SHOT.items()
-        for k in rows["k"]
-    ]
-    return [
-        verdict_of(BEATS_ST_ADAPTERS, versus(main, "hyperformer++", "st-adapters")),
-        verdict_of(BEATS_ST_FULL, versus(main, "hyperformer++", "st-full")),
-        verdict_of(BEATS_SHARED, versus(main, "hyperformer", "mt-adapters")),
-        verdict_of(COMPONENTS, {m: versus(ablations, "hyperformer++", m) for m in list(HYPER_ABLATION)[1:]}),
-        verdict_of(
-            LOW_RESOURCE,
-            {f"{cap:g} per task": versus(several[several["cap"] == cap], "hyperformer++", "mt-full") for cap in caps},
-        ),
-        verdict_of(FEW_SHOT, few_units),
-    ]
-
-
-def claims(runs: pd.DataFrame) -> pd.DataFrame:
-    """The Hyperformer half's verdict table."""
-    return verdict_table(verdicts(runs))
