@@ -132,21 +132,24 @@ def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
-def unit_table(verdict: Verdict) -> pd.DataFrame:
-    """Per-unit detail of a verdict: each comparison's units with their effect, interval and verdict."""
-    rows = []
-    for i, j in enumerate(verdict.judgements):
-        for name, unit in j.units or [("all", j)]:
-            rows.append(
-                {
-                    "comparison": i + 1,
-                    "unit": name,
-                    "effect [95% CI]": unit.interval(),
-                    "seeds": unit.seeds,
-                    "verdict": unit.verdict,
-                }
-            )
-    return pd.DataFrame(rows)
+def detail_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
+    """Per claim, comparison and unit (task or setting): the effect with its interval, reported seeds and verdict,
+    so a reader sees which tasks a claim-wide verdict rests on (or which made it not testable)."""
+    rows = [
+        {
+            "claim": v.claim.sentence,
+            "comparison": name or "–",
+            "unit": unit,
+            "effect [95% CI]": j.interval(),
+            "seeds": j.seeds,
+            "verdict": j.verdict,
+            "why": j.why or "–",
+        }
+        for v in verdicts
+        for name, judged in zip(v.names, v.judgements)
+        for unit, j in (judged.units or [("all", judged)])
+    ]
+    return pd.DataFrame(rows, columns=["claim", "comparison", "unit", "effect [95% CI]", "seeds", "verdict", "why"])
 
 
 PROTOCOL = (
