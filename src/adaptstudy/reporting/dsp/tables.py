@@ -30,17 +30,17 @@ from adaptstudy.reporting.published import (
 
 CORPUS_DOMAIN = {"reviews": "Reviews", "news": "News"}  # our DAPT corpora and the paper's domain names
 WARM_UP = ("general", "head")
-COST_COLUMNS = [
-    "corpus",
-    "mode",
-    "starts from",
-    "corpus_fraction",
-    "steps",
-    "train s",
-    "tokens/s",
-    "peak MB",
-    "trainable",
-]
+COST_COLUMNS = {  # a pretraining record's column -> the cost table's
+    "corpus": "corpus",
+    "method": "mode",
+    "starts from": "starts from",
+    "config.corpus_fraction": "corpus_fraction",
+    "steps": "steps",
+    "train_runtime_s": "train s",
+    "train_tokens_per_s": "tokens/s",
+    "peak_rss_mb": "peak MB",
+    "trainable_params": "trainable",
+}
 
 
 def pretraining_settings(init_from: Any) -> list[dict]:
@@ -219,32 +219,9 @@ def perplexity_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
 def cost_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
     """What each pretraining run cost: steps, tokens/s, seconds, peak memory, trained parameters."""
     if pretrain_runs.empty:
-        return pd.DataFrame(
-            columns=[
-                "corpus",
-                "mode",
-                "starts from",
-                "corpus_fraction",
-                "steps",
-                "train s",
-                "tokens/s",
-                "peak MB",
-                "trainable",
-            ]
-        )
+        return pd.DataFrame(columns=list(COST_COLUMNS.values()))
     runs = pretrain_runs.assign(corpus=pretrain_runs["task"].str.removeprefix("mlm:"))
-    names = {  # record column -> the table's
-        "corpus": "corpus",
-        "method": "mode",
-        "starts from": "starts from",
-        "config.corpus_fraction": "corpus_fraction",
-        "steps": "steps",
-        "train_runtime_s": "train s",
-        "train_tokens_per_s": "tokens/s",
-        "peak_rss_mb": "peak MB",
-        "trainable_params": "trainable",
-    }
-    return runs[list(names)].rename(columns=names)
+    return runs[list(COST_COLUMNS)].rename(columns=COST_COLUMNS)
 
 
 def data_size_frame(runs: pd.DataFrame) -> pd.DataFrame:
