@@ -250,3 +250,17 @@ def test_fewglue_tasks_have_32_training_examples_and_the_official_validation_set
     assert len(splits["train"]) == 32
     assert np.bincount(splits["dev"]["label"]).tolist() == dev_labels
     assert "text_b" in splits["dev"].column_names
+
+
+def test_a_file_that_is_not_utf8_names_file_and_line(tmp_path):
+    spec = _tsv_task(tmp_path, "good\ta\n")
+    (tmp_path / "t" / "train.tsv").write_bytes(b"text\tlabel\ngood\ta\ncaf\xe9 latin-1\tb\n")
+    with pytest.raises(MalformedDataError, match=r"train.tsv:3: not UTF-8 text \(invalid continuation byte\)"):
+        load_task(spec, tmp_path)
+
+
+def test_a_data_dir_that_is_a_file_says_so_at_once(tmp_path):
+    not_a_folder = tmp_path / "mirror.tar"
+    not_a_folder.write_text("")
+    with pytest.raises(DataNotFoundError, match=rf"data_dir {not_a_folder} is a file, not a folder"):
+        load_task("rte", not_a_folder)

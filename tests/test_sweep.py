@@ -262,3 +262,11 @@ def test_every_committed_grid_and_profile_validates_offline(path):
         FinetuneConfig(**raw)
     else:
         DataPrepParams(**raw)
+
+
+def test_a_results_dir_that_cannot_be_written_is_one_clear_error_when_the_sweep_is_planned(tmp_path):
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [0]})
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match=rf"results_dir {blocker}/r: {blocker} is a file"):
+        sw.plan(grid, blocker / "r")

@@ -23,6 +23,23 @@ DATA_ENV = "ADAPTSTUDY_DATA"
 
 
 def read_split(spec: TaskSpec, path: Path) -> Dataset:
+    try:
+        return _read_split(spec, path)
+    except UnicodeDecodeError as e:
+        raise MalformedDataError(f"{path}:{_line_of_bad_byte(path)}: not UTF-8 text ({e.reason})") from None
+
+
+def _line_of_bad_byte(path: Path) -> int:
+    """The line holding a file's first byte that is not UTF-8 (located only once decoding failed)."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        return data[: e.start].count(b"\n") + 1
+    return 1
+
+
+def _read_split(spec: TaskSpec, path: Path) -> Dataset:
     rows = _read_jsonl(path) if spec.format == "jsonl" else _read_delimited(spec, path)
     columns: dict[str, list] = {"text_a": [], "label": []}
     if len(spec.text_fields) == 2:

@@ -15,6 +15,7 @@ from datasets import DatasetDict
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.data import catalog  # noqa: F401  (registers the tasks)
 from adaptstudy.data.builders import BUILDERS
+from adaptstudy.data.errors import DataNotFoundError
 from adaptstudy.data.readers import DATA_ENV, load_from_hub, read_split
 from adaptstudy.data.spec import TASKS, TaskSpec
 from adaptstudy.data.splits import resplit, subsample
@@ -57,6 +58,8 @@ def load_task(
     """
     spec = resolve_task(task)
     root = resolve_data_dir(data_dir)
+    if root.is_file():
+        raise DataNotFoundError(f"data_dir {root} is a file, not a folder: give the folder of the data mirror")
     paths = {split: root / rel for split, rel in spec.files.items()}
     missing = [p for p in paths.values() if not p.is_file()]
     if not missing and spec.builder:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import sys
 import traceback
 from collections.abc import Mapping
@@ -206,6 +207,7 @@ def plan(sweep: str | Path, results_dir: str | Path | None = None, data_dir: str
         if cell.run_id in seen:
             raise ConfigError(f"sweep {sweep}: cells {seen[cell.run_id]} and {i} are the same run ({cell.run_id})")
         seen[cell.run_id] = i
+    check_writable(folder)
     result = Plan(grid.study, folder, cells, grid.kind)
     _clean_temporary_files(folder)
     for cell in cells:
@@ -266,6 +268,18 @@ def _ok_record(path: Path) -> bool:
         return json.loads(path.read_text()).get("status") == "ok"
     except (OSError, ValueError):
         return False
+
+
+def check_writable(folder: Path) -> None:
+    """One clear error before any data or model is loaded when records cannot be written under `folder` (its
+    nearest existing ancestor is a file, or is not writable: read-only filesystem, permissions)."""
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"results_dir {folder}: {existing} is a file, so no record can be written there")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"results_dir {folder}: {existing} is not writable, so no record can be written there")
 
 
 def _clean_temporary_files(folder: Path) -> None:
