@@ -1,6 +1,11 @@
+import socket
+
+import evaluate
+import numpy as np
 import pytest
 
-from adaptstudy.data.metrics import compute_metrics
+from adaptstudy.data.metrics import compute_metrics, task_metric
+from adaptstudy.data.tasks import load_task, resolve_task
 
 
 def test_binary_metrics_against_hand_computed_values():
@@ -38,3 +43,41 @@ def test_bad_input_is_rejected():
         compute_metrics(["auc"], [1], [1])
     with pytest.raises(ValueError, match="differ in shape"):
         compute_metrics(["accuracy"], [1, 0], [1])
+
+
+REAL_LABELS = [("cola", ["mcc", "accuracy"]), ("mrpc", ["f1", "accuracy"]), ("chemprot", ["micro_f1", "macro_f1"])]
+
+
+@pytest.mark.parametrize("task, names", REAL_LABELS)
+def test_the_evaluate_module_gives_the_projects_values_for_every_class_metric(task, names, data_dir):
+    """On a real dev set's labels, with predictions that are the labels with a third of them redrawn at random."""
+    gold = np.asarray(load_task(task, data_dir)[resolve_task(task).eval_split]["label"])
+    rng = np.random.default_rng(0)
+    pred = np.where(rng.random(len(gold)) < 1 / 3, rng.integers(0, gold.max() + 1, len(gold)), gold)
+    shipped = task_metric(regression=False).compute(predictions=pred, references=gold, metric_names=names)
+    assert shipped == compute_metrics(names, pred, gold)
+
+
+def test_the_evaluate_module_gives_the_projects_correlations(data_dir):
+    gold = np.asarray(load_task("stsb", data_dir)["dev"]["label"])
+    pred = (gold + np.random.default_rng(0).normal(0, 1, len(gold))).astype(np.float32)  # a model's float32 scores
+    names = ["pearson", "spearman"]
+    shipped = task_metric(regression=True).compute(predictions=pred, references=gold, metric_names=names)
+    assert shipped == pytest.approx(compute_metrics(names, pred, gold), abs=1e-9)
+
+
+def _hub_reachable() -> bool:
+    try:
+        socket.create_connection(("huggingface.co", 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _hub_reachable(), reason="offline: evaluate.load('glue', ...) fetches its script from the Hub")
+def test_glue_from_the_hub_gives_the_same_values(data_dir):
+    gold = np.asarray(load_task("mrpc", data_dir)["dev"]["label"])
+    pred = np.where(np.random.default_rng(1).random(len(gold)) < 0.3, 1 - gold, gold)
+    glue = evaluate.load("glue", "mrpc").compute(predictions=pred, references=gold)
+    ours = compute_metrics(["accuracy", "f1"], pred, gold)
+    assert {k: 100 * v for k, v in glue.items()} == pytest.approx(ours)

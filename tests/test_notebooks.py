@@ -12,7 +12,7 @@ import yaml
 from pydantic_core import PydanticUndefined
 
 from adaptstudy.data import resolve_task
-from adaptstudy.data.metrics import compute_metrics
+from adaptstudy.data.metrics import compute_metrics, task_metric
 from adaptstudy.launch import sweep
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.dsp import tables as dr
@@ -257,6 +257,10 @@ def test_finetune_record_stores_predictions_that_give_its_metrics_again(smoke_ru
     assert stored["examples_sha256"] == examples_sha256(dev)
     recomputed = compute_metrics(resolve_task("rte").metrics, decode(stored), dev["label"])
     assert recomputed == pytest.approx(record["metrics"], abs=1e-9)
+    shipped = task_metric(regression=False).compute(
+        predictions=decode(stored), references=dev["label"], metric_names=resolve_task("rte").metrics
+    )
+    assert shipped == recomputed  # the `evaluate` module training scores with, on a real run's predictions
 
 
 def test_finetune_notebook_shows_the_result(smoke_run):

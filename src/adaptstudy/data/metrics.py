@@ -1,13 +1,17 @@
-"""Task metrics as the papers report them, computed with scikit-learn and scipy.
+"""Task metrics as the papers report them, computed with scikit-learn and scipy, and served to training as an
+`evaluate` module (`task_metric`) loaded from this package's `adaptstudy_metrics.py`, offline.
 
-`evaluate.load(...)` fetches metric scripts from the Hub and fails offline, so it is not used.
+`evaluate.load("glue", ...)` fetches its script from the Hub and fails offline, so the project ships its own.
 Every value is in points (0-100), the scale of the published tables.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
 
+import evaluate
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
@@ -73,3 +77,14 @@ def compute_metrics(names: Sequence[str], predictions, labels) -> dict[str, floa
     if pred.shape != gold.shape:
         raise ValueError(f"predictions {pred.shape} and labels {gold.shape} differ in shape")
     return {name: 100.0 * float(METRICS[name](pred, gold)) for name in names}
+
+
+METRIC_SCRIPT = Path(__file__).with_name("adaptstudy_metrics.py")
+
+
+@cache
+def task_metric(regression: bool) -> evaluate.EvaluationModule:
+    """The project's metrics as an `evaluate` module (kept in memory: no cache files shared between processes);
+    `.compute(predictions=..., references=..., metric_names=[...])` gives `compute_metrics`' values."""
+    kind = "regression" if regression else "classification"
+    return evaluate.load(str(METRIC_SCRIPT), config_name=kind, keep_in_memory=True)

@@ -17,7 +17,7 @@ import torch
 from transformers import DataCollatorWithPadding, Trainer, set_seed
 
 from adaptstudy.data.encoding import length_order, sort_by_length, tokenize_task
-from adaptstudy.data.metrics import compute_metrics
+from adaptstudy.data.metrics import compute_metrics, task_metric
 from adaptstudy.data.spec import TaskSpec
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.models.backbones import load_tokenizer
@@ -36,12 +36,12 @@ class TaskScorer:
     predictions (`last`), which the record stores."""
 
     def __init__(self, spec: TaskSpec):
-        self.spec, self.last = spec, None
+        self.spec, self.last, self.metric = spec, None, task_metric(spec.is_regression)
 
     def __call__(self, eval_pred) -> dict[str, float]:
         logits, labels = eval_pred.predictions, eval_pred.label_ids
         self.last = logits.squeeze(-1) if self.spec.is_regression else np.argmax(logits, axis=-1)
-        return compute_metrics(self.spec.metrics, self.last, labels)
+        return self.metric.compute(predictions=self.last, references=labels, metric_names=self.spec.metrics)
 
 
 class OrderRecordingTrainer(Trainer):
