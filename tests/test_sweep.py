@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from adaptstudy.common.files import mark_complete
+from adaptstudy.common.files import mark_complete, run_lock
 from adaptstudy.launch import sweep as sw
 from adaptstudy.reporting.across.hyperformer import tables as hy
 from adaptstudy.reporting.common import load_runs
@@ -270,3 +270,22 @@ def test_a_results_dir_that_cannot_be_written_is_one_clear_error_when_the_sweep_
     blocker.write_text("")
     with pytest.raises(ConfigError, match=rf"results_dir {blocker}/r: {blocker} is a file"):
         sw.plan(grid, blocker / "r")
+
+
+def test_a_cell_another_sweep_is_training_is_left_to_it_and_its_fresh_temporary_files_are_kept(tmp_path, data_dir):
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [0, 1]}, fixed={"method": "houlsby", "adapter_size": 8})
+    results = tmp_path / "r"
+    results.mkdir()
+    fresh, stale = results / ".tmp-writing.json", results / ".tmp-killed.json"
+    fresh.write_text("{")  # another sweep is writing this record right now
+    stale.write_text("{")
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))  # left by a writer killed an hour ago
+    p = sw.plan(grid, results)
+    assert fresh.exists() and not stale.exists()
+    fresh.unlink()
+    with run_lock(results, p.cells[0].run_id) as held:  # the other sweep, training cell 1
+        assert held
+        sw.run(p, progress=False)
+    assert [c.status for c in p.cells] == ["elsewhere", "ok"]
+    assert set(records(results)) == {p.cells[1].run_id}  # cell 1 is not trained twice
+    assert "1 left to another sweep training them" in p.summary()

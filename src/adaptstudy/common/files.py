@@ -71,3 +71,27 @@ def remove_folder(folder: str | os.PathLike | None) -> None:
     """Remove a folder and what is in it, if there is one (finished runs' checkpoints)."""
     if folder is not None:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+LOCKS = ".locks"
+
+
+@contextmanager
+def run_lock(folder: str | os.PathLike, run_id: str, wait: bool = True) -> Iterator[bool]:
+    """An exclusive lock on one run under `folder/.locks/`, held while the block runs: two processes (two sweeps on
+    one results_dir, two cells needing one prerequisite) never train the same run at once. Yields whether it is held:
+    with `wait=False`, False at once when another process holds it. The kernel frees it when its holder dies."""
+    import fcntl  # POSIX only: imported where used
+
+    locks = Path(folder) / LOCKS
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{run_id}.lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

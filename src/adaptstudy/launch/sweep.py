@@ -26,10 +26,12 @@ checkpoint under `<results_dir>/.checkpoints/<run_id>/` and resume from there af
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import sys
+import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,7 +43,7 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from adaptstudy.common.files import TMP_PREFIX, remove_folder
+from adaptstudy.common.files import TMP_PREFIX, remove_folder, run_lock
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
@@ -102,7 +104,7 @@ def _check_block(axes: Axes) -> None:
 @dataclass
 class Cell:
     config: FinetuneConfig | PretrainConfig | MultiTaskConfig
-    status: str = "todo"  # todo / done (an ok record exists) / ok / skipped / failed
+    status: str = "todo"  # todo / done (an ok record exists) / ok / skipped / failed / elsewhere (another sweep)
     error: str | None = None
 
     @property
@@ -135,13 +137,15 @@ class Plan:
 
     def counts(self) -> dict[str, int]:
         statuses = [c.status for c in self.cells]
-        return {s: statuses.count(s) for s in ("ok", "skipped", "failed", "todo", "done")}
+        return {s: statuses.count(s) for s in ("ok", "skipped", "failed", "todo", "done", "elsewhere")}
 
     def summary(self) -> str:
         n = self.counts()
         return (
             f"study {self.study}: {len(self.cells)} cells; ran {n['ok']} ok, skipped {n['skipped'] + n['done']} "
-            f"already done, {n['failed']} failed" + (f", {n['todo']} not run" if n["todo"] else "")
+            f"already done, {n['failed']} failed"
+            + (f", {n['todo']} not run" if n["todo"] else "")
+            + (f", {n['elsewhere']} left to another sweep training them" if n["elsewhere"] else "")
         )
 
     def raise_if_failed(self) -> None:
@@ -217,24 +221,20 @@ def plan(sweep: str | Path, results_dir: str | Path | None = None, data_dir: str
 
 
 def run(p: Plan, progress: bool = True) -> Plan:
-    """Run every cell not yet done, in process; failures are recorded and the sweep goes on."""
+    """Run every cell not yet done, in process; failures are recorded and the sweep goes on. A cell another process
+    is training (a second sweep on the same results_dir) is left to it: `elsewhere`."""
     todo = [c for c in p.cells if c.status == "todo"]
     for n, cell in enumerate(todo, start=1):
-        if _ok_record(p.results_dir / f"{cell.run_id}.json"):  # made meanwhile by an earlier cell (a fusion source)
-            cell.status = "done"
-            continue
-        if progress:
-            print(f"[{n}/{len(todo)}] {cell.run_id} {_describe(cell.config.identity())}", flush=True)
-        checkpoints = p.results_dir / CHECKPOINTS / cell.run_id
-        try:
-            run_cell(cell.config, checkpoint_dir=checkpoints)  # what it starts from is trained first, once
-        except Exception as e:  # one cell's failure must not stop the others
-            cell.status, cell.error = "failed", f"{type(e).__name__}: {e}"
-            write_failure(cell.config, e)
-            print(f"  failed: {cell.error}", file=sys.stderr, flush=True)
-        else:
-            cell.status = "ok"
-            remove_folder(checkpoints)
+        with run_lock(p.results_dir, cell.run_id, wait=False) as held:
+            if not held:
+                cell.status = "elsewhere"
+                continue
+            if _ok_record(p.results_dir / f"{cell.run_id}.json"):  # made meanwhile (a fusion source, another sweep)
+                cell.status = "done"
+                continue
+            if progress:
+                print(f"[{n}/{len(todo)}] {cell.run_id} {_describe(cell.config.identity())}", flush=True)
+            _run_one(cell, p.results_dir / CHECKPOINTS / cell.run_id)
     for cell in p.cells:
         if cell.status == "done":
             cell.status = "skipped"
@@ -243,6 +243,19 @@ def run(p: Plan, progress: bool = True) -> Plan:
     except OSError:
         pass
     return p
+
+
+def _run_one(cell: Cell, checkpoints: Path) -> None:
+    """One cell, its prerequisites first; a failure is recorded, never raised."""
+    try:
+        run_cell(cell.config, checkpoint_dir=checkpoints)  # what it starts from is trained first, once
+    except Exception as e:  # one cell's failure must not stop the others
+        cell.status, cell.error = "failed", f"{type(e).__name__}: {e}"
+        write_failure(cell.config, e)
+        print(f"  failed: {cell.error}", file=sys.stderr, flush=True)
+    else:
+        cell.status = "ok"
+        remove_folder(checkpoints)
 
 
 def write_failure(config: FinetuneConfig | PretrainConfig | MultiTaskConfig, error: BaseException) -> None:
@@ -282,11 +295,17 @@ def check_writable(folder: Path) -> None:
         raise ConfigError(f"results_dir {folder}: {existing} is not writable, so no record can be written there")
 
 
+STALE_S = 600  # a record's temporary file lives well under a second; one this old was left by a killed writer
+
+
 def _clean_temporary_files(folder: Path) -> None:
-    """A temporary file left by a killed writer is never a record: remove it."""
+    """A temporary file left by a killed writer is never a record: remove it (not one another live sweep is
+    writing this moment)."""
     if folder.is_dir():
         for leftover in folder.glob(f"{TMP_PREFIX}*"):
-            leftover.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                if time.time() - leftover.stat().st_mtime > STALE_S:
+                    leftover.unlink(missing_ok=True)
 
 
 DESCRIBED = (

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adaptstudy.common.files import is_complete, remove_folder
+from adaptstudy.common.files import is_complete, remove_folder, run_lock
+from adaptstudy.common.paths import cache_root
 from adaptstudy.runs.artifacts import is_artifact
 from adaptstudy.runs.base import RunConfig
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, source_folder
@@ -72,15 +73,19 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
 
 
 def ensure(config: RunConfig, checkpoint_root: Path | None = None) -> None:
-    """Train every prerequisite of `config` that is not done yet (theirs first), once."""
+    """Train every prerequisite of `config` that is not done yet (theirs first), once: under a lock in the cache, so
+    that two processes needing the same one train it once (the second waits, then finds it done)."""
     for needed in prerequisites(config):
         if needed.done():
             continue
         ensure(needed.config, checkpoint_root)
-        checkpoints = Path(checkpoint_root) / needed.config.run_id if checkpoint_root else None
-        print(f"  training {needed.what} first: {needed.config.run_id}", flush=True)
-        needed.train(checkpoints)
-        remove_folder(checkpoints)
+        with run_lock(cache_root(), needed.config.run_id):
+            if needed.done():
+                continue
+            checkpoints = Path(checkpoint_root) / needed.config.run_id if checkpoint_root else None
+            print(f"  training {needed.what} first: {needed.config.run_id}", flush=True)
+            needed.train(checkpoints)
+            remove_folder(checkpoints)
 
 
 RUNNERS: dict[type[RunConfig], Callable[..., dict[str, Any]]] = {
