@@ -46,6 +46,11 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def flagged_cells(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs that are cells of the table, with `learned_nothing` and `constant` (`baselines.flag_runs`)."""
+    return flag_runs(runs[runs["target_cell"]]) if not runs.empty else runs.assign(learned_nothing=False)
+
+
 def target_cells(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per run that is a cell of the table: its column label, seed, dev accuracy and parameters."""
     return runs.loc[runs["target_cell"], CELL_COLUMNS].reset_index(drop=True)
@@ -55,7 +60,7 @@ def fusion_table(runs: pd.DataFrame) -> pd.DataFrame:
     """The paper's Table 1 for our targets: ours (mean ± sd over seeds, flagged where runs learned nothing) beside the
     published row, and the constant prediction's accuracy on each target's dev set. Columns and rows we did not run
     read '–' on our side (`FUSION_NOTE`)."""
-    cells = flag_runs(runs[runs["target_cell"]]) if not runs.empty else runs.assign(learned_nothing=False)
+    cells = flagged_cells(runs)
     constants = constants_by_task(cells, "accuracy") if not cells.empty else {}
     published = published_frame(PFEIFFER_2021).pivot(index="task", columns="method", values="value")
     rows = []
@@ -159,7 +164,7 @@ SMALL_TARGETS = ("rte", "mrpc", "cb")
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """The fusion claims on the table's cells (no setting was chosen on a seed, so every seed reports). Fusion trains
     more parameters than ST-A (its fusion layers), which the verdict table says beside it."""
-    cells = flag_runs(runs[runs["target_cell"]]) if not runs.empty else runs.assign(learned_nothing=False)
+    cells = flagged_cells(runs)
 
     def unit(task: str) -> Unit:
         here = cells[cells["task"] == task]

@@ -282,7 +282,7 @@ def _ablation_stats(record: dict) -> tuple[float, float, float]:
 
 def _init_verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """The initialisation scale, per task: std 1e-2 against the smallest, the smallest against the largest."""
-    init = init_frame(flag_runs(runs) if "learned_nothing" not in runs else runs)
+    init = init_frame(runs)  # runs come flagged by `verdicts`
     stable, degrades = [], []
     for task, group in init.groupby("task"):
         stds = sorted(group["init_std"].unique())
