@@ -13,6 +13,7 @@ import yaml
 
 from adaptstudy.common.files import mark_complete, run_lock
 from adaptstudy.launch import sweep as sw
+from adaptstudy.launch.cells import CHECKPOINTS
 from adaptstudy.reporting.across.hyperformer import tables as hy
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.runs.base import ConfigError
@@ -244,7 +245,7 @@ def test_a_cell_whose_record_appeared_meanwhile_is_not_run_again(tmp_path):
 
 def test_checkpoints_are_ignored_by_git():
     """A sweep's in-flight checkpoints hold model and optimizer state (hundreds of MB): never committed."""
-    probe = f"results/houlsby/{sw.CHECKPOINTS}/0123456789abcdef/checkpoint-10/optimizer.pt"
+    probe = f"results/houlsby/{CHECKPOINTS}/0123456789abcdef/checkpoint-10/optimizer.pt"
     ignored = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT)
     assert ignored.returncode == 0, f"{probe} is not ignored by .gitignore"
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -85,12 +86,15 @@ def run_lock(folder: str | os.PathLike, run_id: str, wait: bool = True) -> Itera
 
     locks = Path(folder) / LOCKS
     locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / f"{run_id}.lock", "w") as handle:
+    with open(locks / f"{run_id}.lock", "a+") as handle:  # not "w": that would erase the holder's name
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             yield False
             return
+        handle.truncate(0)
+        handle.write(f"{socket.gethostname()} {os.getpid()}\n")
+        handle.flush()
         try:
             yield True
         finally:

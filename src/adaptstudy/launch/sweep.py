@@ -28,14 +28,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import sys
 import time
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,16 +40,13 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from adaptstudy.common.files import TMP_PREFIX, remove_folder, run_lock
+from adaptstudy.common.files import TMP_PREFIX
+from adaptstudy.launch.cells import CHECKPOINTS, DESCRIBED, Cell, attempt, describe, describe_values, ok_record
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
-from adaptstudy.runs.records import base_record, resolve_results_dir, write_record
-from adaptstudy.training.runner import run as run_cell
-
-CHECKPOINTS = ".checkpoints"
-
+from adaptstudy.runs.records import resolve_results_dir
 
 Axes = dict[str, list[Any] | dict[str, dict[str, list[Any]]]]
 
@@ -99,17 +93,6 @@ def _check_block(axes: Axes) -> None:
                 for sub_name, sub_values in (sub or {}).items():
                     if not isinstance(sub_values, list) or not sub_values:
                         raise ValueError(f"axis method.{method}.{sub_name} must be a non-empty list")
-
-
-@dataclass
-class Cell:
-    config: FinetuneConfig | PretrainConfig | MultiTaskConfig
-    status: str = "todo"  # todo / done (an ok record exists) / ok / skipped / failed / elsewhere (another sweep)
-    error: str | None = None
-
-    @property
-    def run_id(self) -> str:
-        return self.config.run_id
 
 
 @dataclass
@@ -203,7 +186,7 @@ def plan(sweep: str | Path, results_dir: str | Path | None = None, data_dir: str
         try:
             cells.append(Cell(validate(model, values, what="setting")))
         except ConfigError as e:
-            problems.append(f"cell {i} ({_describe(values)}): {e}")
+            problems.append(f"cell {i} ({describe_values(values)}): {e}")
     if problems:
         raise ConfigError(f"sweep {sweep}: " + " | ".join(problems))
     seen: dict[str, int] = {}
@@ -215,26 +198,32 @@ def plan(sweep: str | Path, results_dir: str | Path | None = None, data_dir: str
     result = Plan(grid.study, folder, cells, grid.kind)
     _clean_temporary_files(folder)
     for cell in cells:
-        if _ok_record(folder / f"{cell.run_id}.json"):
+        if ok_record(folder / f"{cell.run_id}.json"):
             cell.status = "done"
     return result
 
 
-def run(p: Plan, progress: bool = True) -> Plan:
-    """Run every cell not yet done, in process; failures are recorded and the sweep goes on. A cell another process
-    is training (a second sweep on the same results_dir) is left to it: `elsewhere`."""
+def run(
+    p: Plan, progress: bool = True, workers: int = 1, ray_address: str | None = None, threads: int | None = None
+) -> Plan:
+    """Run every cell not yet done; failures are recorded and the sweep goes on. A cell another process is training
+    (a second sweep on the same results_dir) is left to it: `elsewhere`.
+
+    `workers=1` without `ray_address` runs the cells one after another in this process (torch's threads, or
+    `threads`); otherwise they run as Ray tasks, at most `workers` at once, each with `threads` CPU threads (default:
+    this machine's cores shared among the workers) or one GPU (`ray_sweep`)."""
+    if workers < 1 or (threads is not None and threads < 1):
+        raise ConfigError(f"workers ({workers}) and threads ({threads}) must be at least 1")
     todo = [c for c in p.cells if c.status == "todo"]
-    for n, cell in enumerate(todo, start=1):
-        with run_lock(p.results_dir, cell.run_id, wait=False) as held:
-            if not held:
-                cell.status = "elsewhere"
-                continue
-            if _ok_record(p.results_dir / f"{cell.run_id}.json"):  # made meanwhile (a fusion source, another sweep)
-                cell.status = "done"
-                continue
+    if workers > 1 or ray_address:
+        from adaptstudy.launch.ray_sweep import default_threads, run_on_ray  # Ray is an optional extra
+
+        run_on_ray(todo, p.results_dir, workers, threads or default_threads(workers), ray_address, progress)
+    else:
+        for n, cell in enumerate(todo, start=1):
             if progress:
-                print(f"[{n}/{len(todo)}] {cell.run_id} {_describe(cell.config.identity())}", flush=True)
-            _run_one(cell, p.results_dir / CHECKPOINTS / cell.run_id)
+                print(f"[{n}/{len(todo)}] {cell.run_id} {describe(cell)}", flush=True)
+            cell.status, cell.error = attempt(cell.config, p.results_dir, threads)
     for cell in p.cells:
         if cell.status == "done":
             cell.status = "skipped"
@@ -243,44 +232,6 @@ def run(p: Plan, progress: bool = True) -> Plan:
     except OSError:
         pass
     return p
-
-
-def _run_one(cell: Cell, checkpoints: Path) -> None:
-    """One cell, its prerequisites first; a failure is recorded, never raised."""
-    try:
-        run_cell(cell.config, checkpoint_dir=checkpoints)  # what it starts from is trained first, once
-    except Exception as e:  # one cell's failure must not stop the others
-        cell.status, cell.error = "failed", f"{type(e).__name__}: {e}"
-        write_failure(cell.config, e)
-        print(f"  failed: {cell.error}", file=sys.stderr, flush=True)
-    else:
-        cell.status = "ok"
-        remove_folder(checkpoints)
-
-
-def write_failure(config: FinetuneConfig | PretrainConfig | MultiTaskConfig, error: BaseException) -> None:
-    record = base_record(config)
-    record.update(
-        status="failed",
-        error=f"{type(error).__name__}: {error}",
-        traceback="".join(traceback.format_exception(error)),
-        metrics={},
-        main_metric=None,
-        trainable_params=None,
-        total_params=None,
-        train_runtime_s=None,
-        train_examples_per_s=None,
-        peak_rss_mb=None,
-        finished_at=datetime.now(timezone.utc).isoformat(),
-    )
-    write_record(record, resolve_results_dir(config.results_dir, config.STUDY))
-
-
-def _ok_record(path: Path) -> bool:
-    try:
-        return json.loads(path.read_text()).get("status") == "ok"
-    except (OSError, ValueError):
-        return False
 
 
 def check_writable(folder: Path) -> None:
@@ -308,45 +259,29 @@ def _clean_temporary_files(folder: Path) -> None:
                     leftover.unlink(missing_ok=True)
 
 
-DESCRIBED = (
-    "task",
-    "method",
-    "tasks",
-    "corpus",
-    "mode",
-    "backbone",
-    "adapter_size",
-    "top_k_layers",
-    "adapter_init_std",
-    "adapter_variant",
-    "learning_rate",
-    "seed",
-    "train_fraction",
-    "corpus_fraction",
-    "max_steps",
-    "max_train_examples",
-)
-
-
-def _describe(values: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={values[k]}" for k in DESCRIBED if values.get(k) is not None)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """`python -m adaptstudy.sweep GRID [--results-dir DIR] [--data-dir DIR] [--dry-run]`."""
+    """`python -m adaptstudy.sweep GRID [--results-dir DIR] [--data-dir DIR] [--workers N] [--threads T]
+    [--ray-address ADDR] [--dry-run]`."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m adaptstudy.sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("sweep")
     parser.add_argument("--results-dir")
     parser.add_argument("--data-dir")
+    parser.add_argument("--workers", type=int, default=1, help="cells at once; above 1 they run on a local Ray")
+    parser.add_argument("--threads", type=int, help="torch threads per cell (default: the cores over the workers)")
+    parser.add_argument("--ray-address", help="an existing Ray cluster to run the cells on (e.g. auto)")
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     p = plan(args.sweep, args.results_dir, args.data_dir)
     if args.dry_run:
         print(p.table().to_string(index=False))
         return 0
-    run(p)
+    try:
+        run(p, workers=args.workers, ray_address=args.ray_address, threads=args.threads)
+    except KeyboardInterrupt:
+        print(p.summary(), file=sys.stderr)
+        return 130
     print(p.summary())
     return 1 if p.counts()["failed"] else 0
 

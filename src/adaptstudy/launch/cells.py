@@ -1,0 +1,131 @@
+"""One sweep cell, trained at most once: what the in-process runner and a Ray worker both do with a cell.
+
+A cell is locked before anything else (`common.files.run_lock`, non-blocking): a cell another process is training
+(a second sweep on the same results_dir, a retried Ray task whose first copy still runs) is left to it. A record
+that appeared meanwhile is not trained again. A failure is written as a `failed` record, never raised, so one cell
+cannot stop the others; a kill leaves the cell's checkpoints for the next attempt to resume from.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from adaptstudy.common.files import remove_folder, run_lock
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.multitask_config import MultiTaskConfig
+from adaptstudy.runs.pretrain_config import PretrainConfig
+from adaptstudy.runs.records import base_record, resolve_results_dir, write_record
+from adaptstudy.training.runner import run as run_cell
+
+CHECKPOINTS = ".checkpoints"
+
+CellConfig = FinetuneConfig | PretrainConfig | MultiTaskConfig
+
+
+@dataclass
+class Cell:
+    config: CellConfig
+    status: str = "todo"  # todo / done (an ok record exists) / ok / skipped / failed / elsewhere (another sweep)
+    error: str | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.config.run_id
+
+
+def attempt(config: CellConfig, results_dir: Path, threads: int | None = None) -> tuple[str, str | None]:
+    """Train one cell unless it is done or being trained elsewhere; `(status, error)` with status one of `ok`,
+    `failed`, `done` (an ok record exists) or `elsewhere`. `threads`: torch's intra-op threads for this cell."""
+    with run_lock(results_dir, config.run_id, wait=False) as held:
+        if not held:
+            return "elsewhere", None
+        if ok_record(results_dir / f"{config.run_id}.json"):
+            return "done", None
+        checkpoints = results_dir / CHECKPOINTS / config.run_id
+        with torch_threads(threads):
+            try:
+                run_cell(config, checkpoint_dir=checkpoints)  # what it starts from is trained first, once
+            except Exception as e:  # one cell's failure must not stop the others
+                error = f"{type(e).__name__}: {e}"
+                write_failure(config, e)
+                print(f"  failed: {config.run_id}: {error}", file=sys.stderr, flush=True)
+                return "failed", error
+        remove_folder(checkpoints)
+        return "ok", None
+
+
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op thread count set for a block (`None`: left as it is)."""
+    if threads is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def write_failure(config: CellConfig, error: BaseException) -> None:
+    record = base_record(config)
+    record.update(
+        status="failed",
+        error=f"{type(error).__name__}: {error}",
+        traceback="".join(traceback.format_exception(error)),
+        metrics={},
+        main_metric=None,
+        trainable_params=None,
+        total_params=None,
+        train_runtime_s=None,
+        train_examples_per_s=None,
+        peak_rss_mb=None,
+        finished_at=datetime.now(timezone.utc).isoformat(),
+    )
+    write_record(record, resolve_results_dir(config.results_dir, config.STUDY))
+
+
+def ok_record(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text()).get("status") == "ok"
+    except (OSError, ValueError):
+        return False
+
+
+DESCRIBED = (
+    "task",
+    "method",
+    "tasks",
+    "corpus",
+    "mode",
+    "backbone",
+    "adapter_size",
+    "top_k_layers",
+    "adapter_init_std",
+    "adapter_variant",
+    "learning_rate",
+    "seed",
+    "train_fraction",
+    "corpus_fraction",
+    "max_steps",
+    "max_train_examples",
+)
+
+
+def describe_values(values: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={values[k]}" for k in DESCRIBED if values.get(k) is not None)
+
+
+def describe(cell: Cell) -> str:
+    return describe_values(cell.config.identity())
