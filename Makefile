@@ -10,7 +10,7 @@ export ADAPTSTUDY_DATA
 PAPERMILL := $(BIN)/papermill --log-level WARNING
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lint test test-fast smoke book benchmark reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across clean
+.PHONY: setup lint test test-fast smoke book colab benchmark reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across clean
 
 setup: $(STAMP)
 
@@ -95,6 +95,10 @@ book: setup
 	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb book/generated/06_analysis_efficiency.ipynb
 	$(BIN)/jupyter-book build book --quiet
 	@echo "report: book/_build/html/index.html"
+
+# Every notebook's Colab cell and badge and the README's Colab links, from pyproject.toml's [project.urls] Repository.
+colab: setup
+	$(BIN)/python -m adaptstudy.launch.colab
 
 clean:
 	rm -rf book/_build book/generated

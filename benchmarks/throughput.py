@@ -56,7 +56,7 @@ from adaptstudy.models.methods import METHODS
 from adaptstudy.models.mlm import PRETRAIN_ATTENTION_DROPOUT, load_mlm
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.records import git_commit, versions
-from adaptstudy.training.device import native_bf16, training_arguments, use_bf16
+from adaptstudy.training.device import native_bf16, resolve_precision, training_arguments
 from adaptstudy.training.finetune import TaskScorer, finetune
 
 hf_logging.set_verbosity_error()
@@ -286,6 +286,10 @@ def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTEN
     return timer, mem.added_mb, float(max_len), model.mlm
 
 
+def _autocast(precision: str) -> str:
+    return "fp32" if precision == "fp32" else f"{precision} autocast"
+
+
 def run(quick: bool) -> dict:
     torch.manual_seed(0)
     warmup = 2 if quick else 3
@@ -310,7 +314,7 @@ def run(quick: bool) -> dict:
         "git_commit": git_commit(),
         "quick": quick,
         "rows": [],
-        "precision": {"stock": "fp32", "ours": "bf16 autocast" if use_bf16("auto") else "fp32"},
+        "precision": {"stock": "fp32", "ours": _autocast(resolve_precision("auto"))},
     }
     print(f"matmul peak: fp32 {peak32 / 1e9:.0f} GFLOP/s, bf16 {peak16 / 1e9:.0f} GFLOP/s", flush=True)
     batch = 32

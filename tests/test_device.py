@@ -1,4 +1,7 @@
-"""Precision: each run autocasts exactly as its own setting says, even after a bf16 run in the same process."""
+"""Precision: each run autocasts exactly as its own setting says, even after a bf16 run in the same process, and
+`auto` picks bf16, fp16 or fp32 by what the GPU or CPU computes natively."""
+
+import os
 
 import pytest
 import torch
@@ -6,6 +9,9 @@ from datasets import Dataset
 from torch import nn
 from transformers import Trainer
 
+from adaptstudy.runs.base import ConfigError
+from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.training import core, device, runner
 from adaptstudy.training.device import training_arguments, use_bf16
 
 
@@ -45,3 +51,72 @@ def test_an_fp32_run_after_a_bf16_run_does_not_autocast(tmp_path):
 
 def test_explicit_precisions_mean_what_they_say():
     assert use_bf16("bf16") and not use_bf16("fp32")
+
+
+# Which precision `auto` picks, on GPUs we cannot test on here: CUDA's answers mocked as Colab's GPUs give them.
+# torch (>= 2.3) calls bf16 "supported" on a T4 by emulation; only including_emulation=False says it is not native.
+GPUS = {"T4": (7, 5), "V100": (7, 0), "L4": (8, 9), "A100": (8, 0)}
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """`gpu("T4")` makes this process see that GPU; the environment variable training_arguments sets is restored."""
+    monkeypatch.setenv("ACCELERATE_MIXED_PRECISION", "no")
+
+    def use(name: str):
+        major, minor = GPUS[name]
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (major, minor))
+        monkeypatch.setattr(
+            torch.cuda, "is_bf16_supported", lambda including_emulation=True: major >= 8 or including_emulation
+        )
+
+    return use
+
+
+@pytest.mark.parametrize(
+    "name, used, tf32", [("T4", "fp16", False), ("V100", "fp16", False), ("L4", "bf16", True), ("A100", "bf16", True)]
+)
+def test_auto_picks_bf16_where_the_gpu_has_it_and_fp16_with_loss_scaling_where_not(gpu, monkeypatch, name, used, tf32):
+    gpu(name)
+    assert device.resolve_precision("auto") == used and device.use_bf16("auto") is (used == "bf16")
+    assert device.trainer_device_args("auto") == {
+        "use_cpu": False,
+        "bf16": used == "bf16",
+        "fp16": used == "fp16",  # the Trainer's fp16 is autocast with a dynamic loss scale (GradScaler)
+        "tf32": tf32,
+    }
+    monkeypatch.setattr(device, "TrainingArguments", dict)  # building real ones would set up the (absent) GPU
+    assert device.training_arguments("auto", output_dir="x")["output_dir"] == "x"
+    assert os.environ["ACCELERATE_MIXED_PRECISION"] == used
+    assert device.training_arguments("fp32")["bf16"] is False and os.environ["ACCELERATE_MIXED_PRECISION"] == "no"
+    assert device.training_arguments("fp16")["fp16"] is True and os.environ["ACCELERATE_MIXED_PRECISION"] == "fp16"
+
+
+def test_the_record_says_fp16_when_a_t4_trained_in_it(gpu, tmp_path):
+    gpu("T4")
+    run = core.start({"task": "rte", "method": "bitfit", "results_dir": str(tmp_path)}, FinetuneConfig)
+    with core.Session(run.config) as session:
+        record = core.finish(run, session, write=False, metrics={"accuracy": 50.0})
+    assert (record["device"], record["precision_used"]) == ("cuda", "fp16")
+
+
+@pytest.mark.parametrize("flags, used", [({"avx2", "fma"}, "fp32"), ({"avx512f", "avx512_bf16"}, "bf16")])
+def test_auto_on_a_cpu_is_bf16_only_where_native(monkeypatch, flags, used):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset(flags))
+    assert device.resolve_precision("auto") == used
+    assert device.trainer_device_args("auto") == {"use_cpu": True, "bf16": used == "bf16", "fp16": False}
+
+
+def test_fp16_on_a_cpu_is_one_clear_error_before_any_data_is_read(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    message = r"precision 'fp16' needs a CUDA GPU.*Valid here: auto, fp32, bf16"
+    with pytest.raises(ConfigError, match=message):
+        device.trainer_device_args("fp16")
+    config = FinetuneConfig(task="rte", precision="fp16", data_dir=str(tmp_path / "no-data"), results_dir=str(tmp_path))
+    with pytest.raises(ConfigError, match=message):  # not a missing-data error: nothing was read
+        runner.run(config)
+    with pytest.raises(ConfigError, match=message):
+        core.start(config, FinetuneConfig)
+    assert not any(tmp_path.iterdir())

@@ -10,11 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adaptstudy.common.registry import did_you_mean
+
+# A run's `precision`: "auto" picks per machine (`adaptstudy.training.device`): bf16 where native (Ampere+ GPUs,
+# CPUs with AVX512-BF16/AMX), fp16 with loss scaling on older CUDA GPUs (T4), else fp32. fp16 needs CUDA.
+Precision = Literal["auto", "fp32", "bf16", "fp16"]
 
 
 class ConfigError(ValueError):

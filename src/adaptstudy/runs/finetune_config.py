@@ -16,7 +16,7 @@ from adaptstudy.data.tasks import load_task, resolve_task
 from adaptstudy.models.backbones import BACKBONES, check_backbone, resolve_backbone
 from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.artifacts import ADAPTER_FAMILY, FULL_MODES, STACKABLE, artifact_base
-from adaptstudy.runs.base import RunConfig, validate
+from adaptstudy.runs.base import Precision, RunConfig, validate
 from adaptstudy.runs.pretrain_config import Reference, artifact_folder, reference_meta
 
 SOURCE_METHODS = ("pfeiffer", "houlsby")  # bottleneck adapters: what Fuse combines
@@ -68,7 +68,7 @@ class FinetuneConfig(RunConfig):
     adam_beta2: float = Field(0.999, gt=0, lt=1, description="Don't Stop Pretraining's recipe uses 0.98")
     adam_epsilon: float = Field(1e-8, gt=0, description="Don't Stop Pretraining's recipe uses 1e-6")
     eval_batch_size: int = Field(128, ge=1)
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    precision: Precision = "auto"
     train_fraction: float = Field(
         1.0, gt=0, le=1, description="share of the (capped) training set; nested across values"
     )

@@ -4,7 +4,7 @@ the method, temperature sampling, and the Hyperformer paper's splits and model s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from datasets import DatasetDict
 from pydantic import Field, model_validator
@@ -14,7 +14,7 @@ from adaptstudy.data.splits import selection_splits, subsample
 from adaptstudy.data.tasks import load_task, resolve_task
 from adaptstudy.models.backbones import check_backbone
 from adaptstudy.models.methods import METHODS
-from adaptstudy.runs.base import RunConfig, validate
+from adaptstudy.runs.base import Precision, RunConfig, validate
 
 
 class MultiTaskConfig(RunConfig):
@@ -58,7 +58,7 @@ class MultiTaskConfig(RunConfig):
     adam_beta2: float = Field(0.999, gt=0, lt=1)
     adam_epsilon: float = Field(1e-8, gt=0)
     eval_batch_size: int = Field(128, ge=1)
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    precision: Precision = "auto"
     data_dir: str | None = None
     results_dir: str | None = Field(None, description="None: results/multitask in the project")
     checkpoint_every_s: float = Field(300.0, ge=0)

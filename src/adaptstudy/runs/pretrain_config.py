@@ -16,7 +16,7 @@ from adaptstudy.data.corpora import CORPORA
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.models.backbones import check_backbone, resolve_backbone
 from adaptstudy.runs.artifacts import FULL_MODES, artifact_meta, is_artifact
-from adaptstudy.runs.base import RunConfig
+from adaptstudy.runs.base import Precision, RunConfig
 
 Reference = str | os.PathLike | dict
 
@@ -51,7 +51,7 @@ class PretrainConfig(RunConfig):
     adam_beta2: float = Field(0.98, gt=0, lt=1, description="Don't Stop Pretraining's recipe (RoBERTa's)")
     adam_epsilon: float = Field(1e-6, gt=0, description="Don't Stop Pretraining's recipe (RoBERTa's)")
     seed: int = 0
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    precision: Precision = "auto"
     data_dir: str | None = None
     results_dir: str | None = Field(None, description="None: results/pretrain in the project")
     output_dir: str | None = Field(None, description="where the artifact goes (None: the cache, by run id)")

@@ -25,7 +25,7 @@ from adaptstudy.common.files import is_complete, remove_folder
 from adaptstudy.runs.base import RunConfig, validate
 from adaptstudy.runs.records import base_record, peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
 from adaptstudy.training.callbacks import NonFiniteLossError, StopOnNonFiniteLoss, TimedCheckpoints
-from adaptstudy.training.device import training_arguments, use_bf16
+from adaptstudy.training.device import resolve_precision, training_arguments
 
 # Batches pad to their longest example rounded up to a multiple of 16: a handful of distinct shapes
 # instead of one per length, which keeps the CPU allocator from fragmenting (measured on MRPC, houlsby,
@@ -48,6 +48,7 @@ def start(config: RunConfig | Mapping[str, Any], kind: type[RunConfig]) -> Run:
     if not isinstance(config, kind):
         config = validate(kind, config)
     config = config.resolved()
+    resolve_precision(config.precision)  # fp16 without a GPU: one clear error before any data is read
     return Run(config, base_record(config), reset_peak_rss())
 
 
@@ -134,7 +135,7 @@ def finish(run: Run, session: Session, write: bool = True, **fields: Any) -> dic
         peak_rss_mb=peak_rss_mb(),
         peak_rss_scope=run.peak_rss_scope,
         device="cuda" if torch.cuda.is_available() else "cpu",
-        precision_used="bf16" if use_bf16(config.precision) else "fp32",
+        precision_used=resolve_precision(config.precision),
         torch_threads=torch.get_num_threads(),
         resumed_from_step=session.resumed_step,
         finished_at=datetime.now(timezone.utc).isoformat(),

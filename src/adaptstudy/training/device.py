@@ -1,21 +1,27 @@
 """Where training runs and in which precision: CUDA when present, else the CPU.
 
-`precision="auto"` means bf16 autocast wherever the hardware computes in bf16 natively (CUDA
-with bf16, or a CPU with AVX512-BF16/AMX, where a bf16 matmul runs several times faster than
-fp32) and fp32 elsewhere; CPUs without native bf16 would only emulate it. Weights, optimizer
-state and the loss stay in fp32 under autocast. The record keeps which precision was used.
+`precision="auto"` means mixed precision wherever the hardware computes in 16 bits natively and fp32
+elsewhere: bf16 autocast on a CUDA GPU with native bf16 (Ampere and newer: A100, L4) or a CPU with
+AVX512-BF16/AMX (where a bf16 matmul runs several times faster than fp32); fp16 autocast with dynamic loss
+scaling (the Trainer's GradScaler) on a CUDA GPU without it (T4, V100), whose range needs the scaling; fp32 on
+other CPUs, which would only emulate bf16. torch reports bf16 on a T4 as "supported" by emulation, so native
+support is asked for. Weights, optimizer state and the loss stay in fp32 under autocast. The record keeps which
+precision was used. fp16 is refused on the CPU before any work starts.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-from typing import Any
+from typing import Any, get_args
 
 import torch
 from transformers import TrainingArguments
 
+from adaptstudy.runs.base import ConfigError, Precision
+
 NATIVE_BF16_CPU_FLAGS = {"avx512_bf16", "amx_bf16"}
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 
 @functools.cache
@@ -31,30 +37,60 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
+def cuda_native_bf16() -> bool:
+    """The CUDA GPU computes in bf16 natively (not by emulation, which torch>=2.3 also calls supported)."""
+    try:
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    except TypeError:  # torch < 2.3: no emulation counted
+        return torch.cuda.is_bf16_supported()
+
+
 def native_bf16() -> bool:
     if torch.cuda.is_available():
-        return torch.cuda.is_bf16_supported()
+        return cuda_native_bf16()
     return bool(NATIVE_BF16_CPU_FLAGS & cpu_flags())
 
 
+def resolve_precision(precision: str = "auto") -> str:
+    """The precision a run set to `precision` trains in on this machine: "bf16", "fp16" or "fp32".
+
+    Raises `ConfigError` (naming the valid choices) for an unknown precision and for fp16 without a CUDA GPU."""
+    if precision not in PRECISIONS:
+        raise ConfigError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+    cuda = torch.cuda.is_available()
+    if precision == "fp16" and not cuda:
+        valid = ", ".join(p for p in PRECISIONS if p != "fp16")
+        raise ConfigError(
+            f"precision 'fp16' needs a CUDA GPU (autocast with loss scaling); this machine has none. "
+            f"Valid here: {valid} ('auto' picks fp16 on a GPU without bf16)"
+        )
+    if precision != "auto":
+        return precision
+    if cuda:
+        return "bf16" if cuda_native_bf16() else "fp16"
+    return "bf16" if native_bf16() else "fp32"
+
+
 def use_bf16(precision: str) -> bool:
-    return precision == "bf16" or (precision == "auto" and native_bf16())
+    return resolve_precision(precision) == "bf16"
 
 
 def trainer_device_args(precision: str = "auto") -> dict[str, Any]:
-    """`TrainingArguments` for the device at hand: bf16 autocast per `precision`, TF32 on Ampere+."""
+    """`TrainingArguments` for the device at hand: bf16 or fp16 autocast per `precision`, TF32 on Ampere+."""
+    used = resolve_precision(precision)
+    half = {"bf16": used == "bf16", "fp16": used == "fp16"}
     if torch.cuda.is_available():
-        return {"use_cpu": False, "bf16": use_bf16(precision), "tf32": torch.cuda.get_device_capability()[0] >= 8}
-    return {"use_cpu": True, "bf16": use_bf16(precision)}
+        return {"use_cpu": False, **half, "tf32": torch.cuda.get_device_capability()[0] >= 8}
+    return {"use_cpu": True, **half}
 
 
 def training_arguments(precision: str = "auto", **kwargs):
     """`transformers.TrainingArguments` on this device, in `precision`, with `kwargs`.
 
-    TrainingArguments(bf16=True) sets the environment variable ACCELERATE_MIXED_PRECISION and
-    nothing ever unsets it (transformers 4.57), so a later fp32 run in the same process (a sweep,
-    a benchmark) would silently run under bf16 autocast. Each run here says its own precision.
+    TrainingArguments(bf16=True) (or fp16=True) sets the environment variable ACCELERATE_MIXED_PRECISION and
+    nothing ever unsets it (transformers 4.57), so a later fp32 run in the same process (a sweep, a benchmark)
+    would silently run under autocast. Each run here says its own precision.
     """
     device = trainer_device_args(precision)
-    os.environ["ACCELERATE_MIXED_PRECISION"] = "bf16" if device["bf16"] else "no"
+    os.environ["ACCELERATE_MIXED_PRECISION"] = "bf16" if device["bf16"] else "fp16" if device["fp16"] else "no"
     return TrainingArguments(**{**device, **kwargs})

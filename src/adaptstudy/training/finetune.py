@@ -2,7 +2,7 @@
 
 Built on `transformers.Trainer` through the training core, with what matters on a small CPU: dynamic padding
 with length-grouped batches (GLUE sentences are far shorter than `max_seq_length`), evaluation every epoch for
-the per-epoch history, and CUDA settings (bf16, TF32) only behind device checks.
+the per-epoch history, and CUDA settings (bf16 or fp16, TF32) only behind device checks.
 """
 
 from __future__ import annotations

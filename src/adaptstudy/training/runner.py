@@ -22,6 +22,7 @@ from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, sourc
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.runs.records import resolve_results_dir
+from adaptstudy.training.device import resolve_precision
 from adaptstudy.training.finetune import finetune
 from adaptstudy.training.multitask import train_multitask
 from adaptstudy.training.pretrain import pretrain
@@ -97,5 +98,6 @@ RUNNERS: dict[type[RunConfig], Callable[..., dict[str, Any]]] = {
 
 def run(config: RunConfig, checkpoint_dir: str | os.PathLike | None = None, write: bool = True) -> dict[str, Any]:
     """Train `config` (its prerequisites first) and return its record; see `finetune`, `pretrain`, `train_multitask`."""
+    resolve_precision(config.precision)  # a precision this machine cannot run fails before any prerequisite trains
     ensure(config, Path(checkpoint_dir).parent if checkpoint_dir else None)
     return RUNNERS[type(config)](config, write=write, checkpoint_dir=checkpoint_dir)

@@ -54,14 +54,14 @@ def mean_attention(model: nn.Module, dataloader, sources: list[str], layer: int 
     model.eval()
     layer = model.config.num_hidden_layers - 1 if layer is None else layer
     # In fp32: the library hands attentions over as numpy arrays, which have no bf16, so the forward pass is the
-    # one from before the Trainer wrapped it in bf16 autocast (where it did).
+    # one from before the Trainer wrapped it in bf16 or fp16 autocast (where it did).
     forward = getattr(model, "_original_forward", model)
     total, count = np.zeros(len(sources)), 0
     with torch.inference_mode():
         for batch in dataloader:
             batch = {k: v for k, v in batch.items() if k != "labels"}
             outputs = forward(**batch, output_adapter_fusion_attentions=True)
-            mask = batch["attention_mask"].bool().numpy()
+            mask = batch["attention_mask"].bool().cpu().numpy()  # batches are on the GPU there
             for probs in outputs.adapter_fusion_attentions[fusion_name(adapter_name(t) for t in sources)][
                 layer
             ].values():
