@@ -103,6 +103,24 @@ def test_a_session_resumes_from_the_newest_whole_checkpoint_and_removes_broken_o
         assert session.resume is None and session.resumed_step is None
 
 
+@pytest.mark.parametrize("train", [finetune, train_multitask], ids=["finetune", "multitask"])
+def test_a_resumed_run_reports_the_training_loss_of_all_its_steps(train, tmp_path, data_dir):
+    """The Trainer's own `training_loss` after a resume sums only the steps after it (and divides by all steps):
+    the core keeps the loss sum in each checkpoint and adds it back. (Pretraining shares the code; its resumed steps
+    draw other MLM masks, so its loss cannot be compared exactly.)"""
+    settings = {
+        finetune: lambda: FinetuneConfig(**TINY, method="bitfit", checkpoint_every_s=0),
+        train_multitask: lambda: MultiTaskConfig(
+            **TINY_MT, tasks=("rte", "mrpc"), method="houlsby", checkpoint_every_s=0
+        ),
+    }[train]()
+    folder = tmp_path / "ckpt"
+    first = train(settings, checkpoint_dir=folder, write=False)  # checkpoints every step, the last but one kept
+    resumed = train(settings, checkpoint_dir=folder, write=False)  # resumes from it: one step left to train
+    assert first["resumed_from_step"] is None and resumed["resumed_from_step"] >= 1
+    assert resumed["train_loss"] == pytest.approx(first["train_loss"], rel=1e-5)
+
+
 # The record: completed with costs, device and precision, written whole.
 
 RESULTS = {"main_metric": "accuracy", "trainable_params": 1, "total_params": 2, "train_runtime_s": 1.0}

@@ -31,6 +31,10 @@ class TemperatureBatchSampler:
     def __len__(self) -> int:
         return math.ceil(sum(self.sizes) / self.batch_size)
 
+    def set_epoch(self, epoch: int) -> None:
+        """The next pass is epoch `epoch`'s (a run resumed in its third epoch draws the third epoch's batches)."""
+        self.passes = epoch
+
     def __iter__(self) -> Iterator[list[int]]:
         rng = np.random.default_rng([self.seed, self.passes])
         self.passes += 1

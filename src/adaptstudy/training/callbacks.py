@@ -35,8 +35,8 @@ class TimedCheckpoints(TrainerCallback):
     with one, a kill in that gap left nothing to resume from.
     """
 
-    def __init__(self, every_s: float):
-        self.every_s = every_s
+    def __init__(self, every_s: float, extra: Callable[[], dict] = dict):
+        self.every_s, self.extra = every_s, extra  # `extra`: more for the marker (the loss sum so far)
         self.last = time.monotonic()
 
     def on_step_end(self, args, state, control, **kwargs):
@@ -47,7 +47,7 @@ class TimedCheckpoints(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        mark_complete(folder, {"kind": "checkpoint", "step": state.global_step})
+        mark_complete(folder, {"kind": "checkpoint", "step": state.global_step, **self.extra()})
 
 
 class EpochTimer(TrainerCallback):

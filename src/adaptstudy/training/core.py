@@ -12,6 +12,7 @@ import math
 import os
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -21,7 +22,7 @@ from typing import Any
 import torch
 from transformers import Trainer, TrainingArguments
 
-from adaptstudy.common.files import is_complete, remove_folder
+from adaptstudy.common.files import is_complete, read_marker, remove_folder
 from adaptstudy.runs.base import RunConfig, validate
 from adaptstudy.runs.records import base_record, peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
 from adaptstudy.training.callbacks import NonFiniteLossError, StopOnNonFiniteLoss, TimedCheckpoints
@@ -31,6 +32,7 @@ from adaptstudy.training.device import resolve_precision, training_arguments
 # instead of one per length, which keeps the CPU allocator from fragmenting (measured on MRPC, houlsby,
 # one epoch: peak memory added 1,587 MB against 1,744, same step time and dev F1).
 PAD_TO_MULTIPLE_OF = 16
+LOSS_SUM = "loss_sum"  # in a checkpoint's marker: the training losses summed over its steps
 
 
 @dataclass
@@ -114,16 +116,47 @@ class Session:
         return training_arguments(c.precision, **{**common, **overrides})
 
     def train(self, trainer: Trainer):
-        """`trainer.train()`, resumed where a checkpoint says; the training loss must be finite."""
+        """`trainer.train()`, resumed where a checkpoint says; the training loss must be finite.
+
+        The Trainer's `training_loss` of a resumed run sums the losses of the steps after the resume only (and
+        divides by all steps): each checkpoint keeps the sum of the losses so far, and the resumed run adds it."""
         trainer.add_callback(StopOnNonFiniteLoss())
+        before = read_marker(self.resume).get(LOSS_SUM) if self.resume else 0.0
+        if before is None:
+            warnings.warn(f"{self.resume} predates loss sums: train_loss leaves out the steps before it", stacklevel=2)
         if self.checkpointing:
-            trainer.add_callback(TimedCheckpoints(self.config.checkpoint_every_s))
+            ledger = LossLedger(trainer, math.nan if before is None else before)
+            trainer.add_callback(TimedCheckpoints(self.config.checkpoint_every_s, ledger.at_save))
         start = time.perf_counter()
         output = trainer.train(resume_from_checkpoint=self.resume)
         self.seconds = time.perf_counter() - start
         if not math.isfinite(output.training_loss):
             raise NonFiniteLossError(f"training loss is {output.training_loss}")
+        if self.resume and before is not None:
+            loss = output.training_loss + before / max(output.global_step, 1)
+            output = output._replace(training_loss=loss, metrics={**output.metrics, "train_loss": loss})
         return output
+
+
+class LossLedger:
+    """The sum of the training losses up to each checkpoint (the run's steps before a resume included).
+
+    The Trainer keeps the steps' loss in a local tensor until it logs, and saves right after: this wraps the
+    instance's `_maybe_log_save_evaluate` (transformers 4.57) to read it when a save is due."""
+
+    def __init__(self, trainer: Trainer, before: float):
+        self.trainer, self.before, self.sum = trainer, before, math.nan
+        inner = trainer._maybe_log_save_evaluate
+
+        def log_save_evaluate(tr_loss, *args, **kwargs):
+            if trainer.control.should_save:
+                self.sum = self.before + trainer._total_loss_scalar + tr_loss.item()
+            return inner(tr_loss, *args, **kwargs)
+
+        trainer._maybe_log_save_evaluate = log_save_evaluate
+
+    def at_save(self) -> dict[str, float]:
+        return {LOSS_SUM: self.sum}
 
 
 def finish(run: Run, session: Session, write: bool = True, **fields: Any) -> dict[str, Any]:

@@ -131,9 +131,13 @@ def train_multitask(
     counts = count_parameters(model)
     history: list[dict[str, Any]] = []
 
+    class _Loader(torch.utils.data.DataLoader):
+        def set_epoch(self, epoch: int) -> None:  # the Trainer calls it each epoch, also when resuming
+            sampler.set_epoch(epoch)
+
     class _Trainer(Trainer):
         def get_train_dataloader(self):
-            return torch.utils.data.DataLoader(self.train_dataset, batch_sampler=sampler, collate_fn=self.data_collator)
+            return _Loader(self.train_dataset, batch_sampler=sampler, collate_fn=self.data_collator)
 
     def score_epoch(state) -> None:
         start = time.perf_counter()
