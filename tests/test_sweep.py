@@ -142,17 +142,19 @@ def test_max_steps_trains_that_many_updates_whatever_the_data_size(data_dir):
     assert FinetuneConfig(**TINY | {"max_train_examples": 8}, method="bitfit", seed=0).run_id != config.run_id
 
 
-def _sweep_process(grid: Path, results: Path) -> subprocess.Popen:
+def sweep_process(grid: Path, results: Path, *options: str, stdout=subprocess.DEVNULL) -> subprocess.Popen:
+    """`python -m adaptstudy.sweep GRID --results-dir RESULTS [options]` started in the background."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(results)],
+        [sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(results), *options],
         env=env,
-        stdout=subprocess.DEVNULL,
+        stdout=stdout,
         stderr=subprocess.DEVNULL,
+        text=True,
     )
 
 
-def _wait_for(condition, timeout: float, proc: subprocess.Popen):
+def wait_for(condition, timeout: float, proc: subprocess.Popen):
     deadline = time.monotonic() + timeout
     while not condition():
         assert proc.poll() is None, "the sweep ended before it could be killed"
@@ -171,15 +173,15 @@ def test_sigkill_in_a_cell_then_rerun_gives_the_uninterrupted_records(tmp_path, 
         == 0
     )
 
-    proc = _sweep_process(grid, killed)
-    _wait_for(lambda: len(list(killed.glob("*.json"))) >= 1, 300, proc)
+    proc = sweep_process(grid, killed)
+    wait_for(lambda: len(list(killed.glob("*.json"))) >= 1, 300, proc)
     time.sleep(2.0)  # into the second cell
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     partial = records(killed)
     assert 1 <= len(partial) < 3 and all(r["status"] == "ok" for r in partial.values())
 
-    assert _sweep_process(grid, killed).wait() == 0
+    assert sweep_process(grid, killed).wait() == 0
     done, reference = records(killed), records(clean)
     assert set(done) == set(reference) and len(done) == 3
     for run_id, record in done.items():
@@ -192,18 +194,19 @@ def test_a_killed_long_cell_resumes_from_its_checkpoint(tmp_path, data_dir):
     fixed = {"method": "houlsby", "adapter_size": 8, "max_train_examples": 96, "batch_size": 8, "checkpoint_every_s": 0}
     grid = write_grid(tmp_path / "g.yaml", {"seed": [5]}, fixed=fixed)
     results = tmp_path / "r"
-    proc = _sweep_process(grid, results)
-    _wait_for(lambda: any(results.glob(".checkpoints/*/checkpoint-*/adaptstudy.json")), 300, proc)
+    proc = sweep_process(grid, results)
+    wait_for(lambda: any(results.glob(".checkpoints/*/checkpoint-*/adaptstudy.json")), 300, proc)
     time.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not list(results.glob("*.json"))
-    assert _sweep_process(grid, results).wait() == 0
+    assert sweep_process(grid, results).wait() == 0
     (record,) = records(results).values()
     assert record["status"] == "ok" and record["resumed_from_step"] >= 1
     assert not (results / ".checkpoints").exists()
     uninterrupted = finetune(FinetuneConfig(**TINY | fixed, seed=5), write=False)
     assert record["metrics"]["accuracy"] == pytest.approx(uninterrupted["metrics"]["accuracy"], abs=1e-6)
+    assert record["train_loss"] == pytest.approx(uninterrupted["train_loss"], rel=1e-5)  # all steps, not the last few
 
 
 def test_a_checkpoint_cut_off_while_saving_is_never_resumed_from(tmp_path):

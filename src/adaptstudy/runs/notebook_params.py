@@ -57,3 +57,6 @@ class SweepParams(BaseModel):
     results_dir: str | None = Field(None, description="None: results/<study> in the project")
     data_dir: str | None = None
     dry_run: bool = False
+    workers: int = Field(1, ge=1, description="cells at once; above 1 on Ray")
+    threads: int | None = Field(None, ge=1, description="torch threads per cell")
+    ray_address: str | None = Field(None, description="an existing Ray cluster")

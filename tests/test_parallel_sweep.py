@@ -1,0 +1,124 @@
+"""Sweeps beyond one process: Ray workers write what the in-process runner writes, a killed worker's cell resumes
+from its checkpoint, Ctrl-C stops the workers, and two sweeps at once never train a cell twice."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_sweep import records, sweep_process, wait_for, write_grid
+
+from adaptstudy.common.files import LOCKS
+from adaptstudy.launch import sweep as sw
+from adaptstudy.runs.base import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+LONG_CELLS = {"method": "houlsby", "adapter_size": 8, "max_train_examples": 96, "batch_size": 8}
+LONG_CELLS |= {"checkpoint_every_s": 0}  # 12 steps, a checkpoint after each
+
+
+def sweep_command(grid: Path, results: Path, *options: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(results), *options]
+    return subprocess.run(command, capture_output=True, text=True, timeout=900)
+
+
+def holder_pid(results: Path, run_id: str) -> int:
+    """The pid of the process training `run_id` (its lock file names it)."""
+    return int((results / LOCKS / f"{run_id}.lock").read_text().split()[1])
+
+
+def checkpointed(results: Path, run_id: str) -> bool:
+    return any((results / sw.CHECKPOINTS / run_id).glob("checkpoint-*/adaptstudy.json"))
+
+
+def test_workers_and_threads_below_one_are_one_clear_error_before_anything_runs(tmp_path):
+    p = sw.plan(write_grid(tmp_path / "g.yaml", {"seed": [0]}), tmp_path / "r")
+    for bad in ({"workers": 0}, {"threads": 0}):
+        with pytest.raises(ConfigError, match="must be at least 1"):
+            sw.run(p, progress=False, **bad)
+    assert [c.status for c in p.cells] == ["todo"]
+
+
+def test_without_ray_the_error_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    p = sw.plan(write_grid(tmp_path / "g.yaml", {"seed": [0]}), tmp_path / "r")
+    with pytest.raises(ConfigError, match=r"pip install 'adaptstudy\[cluster\]'"):
+        sw.run(p, progress=False, workers=2)
+
+
+@pytest.mark.slow
+def test_two_ray_workers_write_the_records_the_in_process_run_writes(tmp_path, data_dir):
+    """The smoke grid (4 cells) in process and on a local Ray with 2 workers, one thread per cell both times."""
+    grid = ROOT / "params/smoke/sweep.yaml"
+    here, there = tmp_path / "in-process", tmp_path / "ray"
+    assert sweep_command(grid, here, "--threads", "1").returncode == 0
+    finished = sweep_command(grid, there, "--workers", "2", "--threads", "1")
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert "4 cells; ran 4 ok" in finished.stdout
+    reference, done = records(here), records(there)
+    assert set(done) == set(reference) == {c.run_id for c in sw.plan(grid, there).cells}
+    for run_id, record in done.items():
+        assert record["status"] == "ok" and record["torch_threads"] == reference[run_id]["torch_threads"] == 1
+        assert record["metrics"] == reference[run_id]["metrics"]
+        assert record["train_loss"] == pytest.approx(reference[run_id]["train_loss"], rel=1e-6)
+        assert record["predictions"] == reference[run_id]["predictions"]
+    assert not (there / sw.CHECKPOINTS).exists()
+
+
+@pytest.mark.slow
+def test_a_ray_worker_killed_mid_cell_is_retried_and_resumes_from_its_checkpoint(tmp_path, data_dir):
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [5, 6]}, fixed=LONG_CELLS)
+    results = tmp_path / "r"
+    killed, other = (c.run_id for c in sw.plan(grid, results).cells)
+    proc = sweep_process(grid, results, "--workers", "2", "--threads", "1", stdout=subprocess.PIPE)
+    wait_for(lambda: checkpointed(results, killed), 600, proc)
+    os.kill(holder_pid(results, killed), signal.SIGKILL)  # the worker process, not the sweep
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out[-2000:]
+    done = records(results)  # every file parses: none is half-written
+    assert set(done) == {killed, other} and all(r["status"] == "ok" for r in done.values())
+    assert done[killed]["resumed_from_step"] >= 1 and done[other]["resumed_from_step"] is None
+    assert "2 cells; ran 2 ok" in out
+    assert not (results / sw.CHECKPOINTS).exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_ray_workers_and_a_rerun_resumes_the_interrupted_cell(tmp_path, data_dir):
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [5]}, fixed=LONG_CELLS)
+    results = tmp_path / "r"
+    (cell,) = (c.run_id for c in sw.plan(grid, results).cells)
+    proc = sweep_process(grid, results, "--workers", "2", "--threads", "1")
+    wait_for(lambda: checkpointed(results, cell), 600, proc)
+    worker = holder_pid(results, cell)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) == 130
+    assert not _alive(worker), "the worker outlived the sweep"
+    assert not list(results.glob("*.json")) and checkpointed(results, cell)
+    assert sweep_command(grid, results, "--workers", "2", "--threads", "1").returncode == 0
+    (record,) = records(results).values()
+    assert record["status"] == "ok" and record["resumed_from_step"] >= 1
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "zombie" in status.read_text())
+
+
+@pytest.mark.slow
+def test_two_sweeps_started_together_train_each_cell_once(tmp_path, data_dir):
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [0, 1, 2]}, fixed={"method": "houlsby", "adapter_size": 8})
+    results = tmp_path / "r"
+    first, second = (sweep_process(grid, results, "--threads", "1", stdout=subprocess.PIPE) for _ in range(2))
+    outputs = [p.communicate(timeout=900)[0] for p in (first, second)]
+    assert [first.returncode, second.returncode] == [0, 0]
+    trained = [int(re.search(r"ran (\d+) ok", out).group(1)) for out in outputs]
+    assert sum(trained) == 3, outputs  # a cell the other sweep held was left to it, or skipped once it was done
+    done = records(results)
+    assert len(done) == 3 and all(r["status"] == "ok" for r in done.values())
