@@ -56,7 +56,7 @@ from adaptstudy.models.methods import METHODS
 from adaptstudy.models.mlm import PRETRAIN_ATTENTION_DROPOUT, load_mlm
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.records import git_commit, versions
-from adaptstudy.training.device import native_bf16, resolve_precision, training_arguments
+from adaptstudy.training.device import cpu_name, native_bf16, resolve_precision, training_arguments
 from adaptstudy.training.finetune import TaskScorer, finetune
 
 hf_logging.set_verbosity_error()
@@ -302,7 +302,7 @@ def run(quick: bool) -> dict:
     )
     out = {
         "machine": {
-            "cpu": _cpu_name(),
+            "cpu": cpu_name(),
             "cores": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
@@ -395,16 +395,6 @@ def _format(r) -> str:
         f"{r['row']:<14} {r['path']:<28} {r['examples_per_s']:7.1f} ex/s {r['useful_tokens_per_s']:8.0f} tok/s"
         f"{speed:>7}  MFU {100 * r['mfu_fp32']:4.1f}% fp32  +RSS {r['peak_rss_added_mb']:5.0f} MB{metric}"
     )
-
-
-def _cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def main(argv=None) -> int:

@@ -42,10 +42,15 @@ class BenchmarkParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     benchmark_json: str | None = Field(None, description="None: benchmarks/results/throughput.json")
+    parallel_json: str | None = Field(None, description="None: benchmarks/results/parallel_sweep.json")
 
     @property
     def path(self) -> str:
         return self.benchmark_json or str(PROJECT_ROOT / "benchmarks" / "results" / "throughput.json")
+
+    @property
+    def parallel_path(self) -> str:
+        return self.parallel_json or str(PROJECT_ROOT / "benchmarks" / "results" / "parallel_sweep.json")
 
 
 class SweepParams(BaseModel):

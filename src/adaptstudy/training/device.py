@@ -45,6 +45,18 @@ def cuda_native_bf16() -> bool:
         return torch.cuda.is_bf16_supported()
 
 
+def cpu_name() -> str:
+    """The processor's model name (Linux), recorded beside every speed figure."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def native_bf16() -> bool:
     if torch.cuda.is_available():
         return cuda_native_bf16()
