@@ -122,3 +122,19 @@ def test_two_sweeps_started_together_train_each_cell_once(tmp_path, data_dir):
     assert sum(trained) == 3, outputs  # a cell the other sweep held was left to it, or skipped once it was done
     done = records(results)
     assert len(done) == 3 and all(r["status"] == "ok" for r in done.values())
+
+
+@pytest.mark.slow
+def test_a_prerequisite_two_ray_cells_start_from_together_is_trained_once(tmp_path, data_dir, monkeypatch):
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))  # the workers see it: no artifact there yet
+    warmup = {"corpus": "task:rte", "mode": "head", "max_steps": 2, "learning_rate": 3e-3, "batch_size": 8}
+    warmup |= {"corpus_fraction": 0.01, "held_out_fraction": 0.01, "max_seq_length": 48}
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [0, 1]}, fixed={"method": "bitfit", "init_from": warmup})
+    results = tmp_path / "r"
+    finished = sweep_command(grid, results, "--workers", "2", "--threads", "1")
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert len(records(results)) == 2 and all(r["status"] == "ok" for r in records(results).values())
+    (pretraining,) = records(tmp_path / "r_pretrain").values()
+    assert pretraining["status"] == "ok" and pretraining["steps"] == 2
+    # one cell trained it (the runner says so; Ray passes the workers' output on), the other waited for it
+    assert finished.stdout.count(f"training pretraining (task:rte, head) first: {pretraining['run_id']}") == 1
