@@ -117,7 +117,8 @@ def mlm() -> StepPhases:
 
     from adaptstudy.data.encoding import pack_texts
     from adaptstudy.models.backbones import load_tokenizer
-    from adaptstudy.models.mlm import PRETRAIN_ATTENTION_DROPOUT, load_mlm
+    from adaptstudy.models.fast_dropout import use_fast_dropout
+    from adaptstudy.models.mlm import PRETRAIN_ATTENTION_DROPOUT, load_mlm, prepare_mode
 
     phases = StepPhases()
     tok = load_tokenizer(BACKBONE)
@@ -131,8 +132,11 @@ def mlm() -> StepPhases:
         optim="adamw_torch_fused",
         precision="auto",
     )
+    model = prepare_mode(load_mlm(BACKBONE, PRETRAIN_ATTENTION_DROPOUT), "full")
+    if not torch.cuda.is_available():
+        use_fast_dropout(model)  # as the training core does
     Trainer(
-        model=load_mlm(BACKBONE, PRETRAIN_ATTENTION_DROPOUT),
+        model=model,
         args=args,
         train_dataset=rows,
         data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15),

@@ -52,8 +52,9 @@ from transformers.utils import logging as hf_logging
 from adaptstudy.data import load_task, resolve_task
 from adaptstudy.data.encoding import pack_texts
 from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
+from adaptstudy.models.fast_dropout import use_fast_dropout
 from adaptstudy.models.methods import METHODS
-from adaptstudy.models.mlm import PRETRAIN_ATTENTION_DROPOUT, load_mlm
+from adaptstudy.models.mlm import PRETRAIN_ATTENTION_DROPOUT, load_mlm, prepare_mode
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.records import git_commit, versions
 from adaptstudy.training.device import cpu_name, native_bf16, resolve_precision, training_arguments
@@ -262,11 +263,14 @@ def stock_mlm(texts, max_len, steps, batch_size):
 
 
 def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTENTION_DROPOUT):
-    """Packed rows, logits at masked positions only, bf16 autocast where native (`adaptstudy.models.mlm`)."""
+    """Our pretraining path (`adaptstudy.models.mlm`, mode full): packed rows, the last layer and the logits at
+    masked positions only, bf16 autocast where native; on a CPU fast dropout (the training core adds it)."""
     timer = StepTimer()
     with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
         tok = load_tokenizer(BACKBONE)
-        model = load_mlm(BACKBONE, attention_dropout)
+        model = prepare_mode(load_mlm(BACKBONE, attention_dropout), "full")
+        if not torch.cuda.is_available():
+            use_fast_dropout(model)  # as the training core does
         ds = pack_texts(texts, tok, max_len, drop_last=True)
         Trainer(
             model=model,

@@ -21,6 +21,8 @@ from torch import nn
 from transformers import AutoModelForMaskedLM
 
 from adaptstudy.models.backbones import resolve_backbone
+from adaptstudy.models.fast_dropout import attention_implementation
+from adaptstudy.models.last_layer import masked_query_positions, queries_at, train_last_layer_at_queries
 
 MLM_ADAPTER = "mlm"  # the adapter that modes seq_bn and unipelt train
 PRETRAIN_ATTENTION_DROPOUT = 0.0
@@ -31,23 +33,26 @@ def load_mlm(backbone: str, attention_dropout: float | None = PRETRAIN_ATTENTION
 
     `attention_dropout=None` keeps the backbone's own value.
     """
-    overrides = {} if attention_dropout is None else {"attention_probs_dropout_prob": attention_dropout}
-    return MaskedPositionsMLM(
-        AutoModelForMaskedLM.from_pretrained(resolve_backbone(backbone), use_safetensors=True, **overrides)
-    )
+    path = resolve_backbone(backbone)
+    overrides = {"attn_implementation": attention_implementation(path, attention_dropout)}
+    if attention_dropout is not None:
+        overrides["attention_probs_dropout_prob"] = attention_dropout
+    return MaskedPositionsMLM(AutoModelForMaskedLM.from_pretrained(path, use_safetensors=True, **overrides))
 
 
 class MaskedPositionsMLM(nn.Module):
     """A `*ForMaskedLM` model whose vocabulary projection runs only where `labels != -100`.
 
     Gives the same loss as the wrapped model's forward (cross-entropy over masked positions),
-    without computing logits that the loss never reads.
+    without computing logits that the loss never reads; with `last_layer_at_masked` (set by `prepare_mode`),
+    training computes the encoder's last layer only there too (`adaptstudy.models.last_layer`).
     """
 
     def __init__(self, mlm_model: nn.Module):
         super().__init__()
         self.mlm = mlm_model
         self.config = mlm_model.config
+        self.last_layer_at_masked = False  # set by `train_last_layer_at_masked`
 
     @property
     def encoder(self) -> nn.Module:
@@ -59,13 +64,17 @@ class MaskedPositionsMLM(nn.Module):
         return self.mlm.cls if hasattr(self.mlm, "cls") else self.mlm.lm_head  # BERT, RoBERTa
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, labels=None, **kwargs):
-        hidden = self.encoder(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-        ).last_hidden_state
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
         if labels is None:
-            return {"logits": self.head(hidden)}
+            return {"logits": self.head(self.encoder(**inputs).last_hidden_state)}
         masked = labels != -100
-        logits = self.head(hidden[masked])
+        if self.training and self.last_layer_at_masked:
+            positions, valid = masked_query_positions(masked)
+            with queries_at(self.encoder, positions):
+                hidden = self.encoder(**inputs).last_hidden_state[valid]
+        else:
+            hidden = self.encoder(**inputs).last_hidden_state[masked]
+        logits = self.head(hidden)
         loss = nn.functional.cross_entropy(logits.float(), labels[masked])
         return {"loss": loss, "logits": logits}
 
@@ -81,7 +90,8 @@ def masked_lm_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> float:
 
 def prepare_mode(model: MaskedPositionsMLM, mode: str, adapter_size: int | None = None) -> MaskedPositionsMLM:
     """What a pretraining mode trains: everything (full), the head alone (head), or a new adapter (seq_bn,
-    unipelt) with everything else frozen, the warmed head included."""
+    unipelt) with everything else frozen, the warmed head included. Except under unipelt (whose prefixes add
+    attention keys), training computes the last layer at the masked positions only."""
     if mode == "head":
         for param in model.encoder.parameters():
             param.requires_grad_(
@@ -97,4 +107,6 @@ def prepare_mode(model: MaskedPositionsMLM, mode: str, adapter_size: int | None 
         )
         model.mlm.add_adapter(MLM_ADAPTER, config=adapter_config)
         model.mlm.train_adapter(MLM_ADAPTER)
+    if mode != "unipelt":  # its prefixes add keys to the attention
+        model.last_layer_at_masked = train_last_layer_at_queries(model.encoder)
     return model

@@ -1,8 +1,9 @@
 """Fine-tune one (task, method, backbone, seed) on the train split and evaluate it on dev.
 
 Built on `transformers.Trainer` through the training core, with what matters on a small CPU: dynamic padding
-with length-grouped batches (GLUE sentences are far shorter than `max_seq_length`), evaluation every epoch for
-the per-epoch history, and CUDA settings (bf16 or fp16, TF32) only behind device checks.
+with length-grouped batches (GLUE sentences are far shorter than `max_seq_length`), the last layer at [CLS] alone
+while training (`build_model`), fast dropout on a CPU (the training core), evaluation every epoch for the per-epoch
+history, and CUDA settings (bf16 or fp16, TF32) only behind device checks.
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ def finetune(
             args=args,
             train_dataset=train_set,
             eval_dataset=eval_set,
-            data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=core.PAD_TO_MULTIPLE_OF),
+            data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=core.pad_to_multiple_of()),
             compute_metrics=scorer,
             callbacks=[timer, *([FusionRegularization()] if fusing else []), *callbacks],
         )

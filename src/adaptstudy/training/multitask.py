@@ -31,6 +31,8 @@ from adaptstudy.data.metrics import compute_metrics
 from adaptstudy.data.sampling import TemperatureBatchSampler
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
+from adaptstudy.models.fast_dropout import attention_implementation
+from adaptstudy.models.last_layer import train_last_layer_at_queries
 from adaptstudy.models.methods import METHODS, count_parameters
 from adaptstudy.models.multitask import MultiTaskModel
 from adaptstudy.runs.multitask_config import MultiTaskConfig
@@ -44,9 +46,13 @@ def build_multitask_model(config: MultiTaskConfig) -> MultiTaskModel:
     """The encoder with the method applied and a head per task; for a transfer, the source run's trained encoder
     and hypernetworks (loaded from its artifact, frozen) with a new embedding for each new task."""
     torch.manual_seed(config.seed)
+    path = resolve_backbone(config.backbone)
     model = MultiTaskModel(
-        AutoModel.from_pretrained(resolve_backbone(config.backbone)), {t: resolve_task(t) for t in config.tasks}
+        AutoModel.from_pretrained(path, attn_implementation=attention_implementation(path)),
+        {t: resolve_task(t) for t in config.tasks},
     )
+    if not METHODS.get(config.method).changes_sequence:
+        train_last_layer_at_queries(model.bert)  # the heads read the pooler, which reads [CLS]
     if config.transfer_from is None:
         return METHODS.get(config.method).apply_to_encoder(model, config)
     source = config.source()
@@ -160,7 +166,9 @@ def train_multitask(
             remove_unused_columns=False,
             save_safetensors=False,  # an `adapters` model ties prompt_tuning's embeddings to the word embeddings
         )
-        collator = DataCollatorWithPadding(load_tokenizer(config.backbone), pad_to_multiple_of=core.PAD_TO_MULTIPLE_OF)
+        collator = DataCollatorWithPadding(
+            load_tokenizer(config.backbone), pad_to_multiple_of=core.pad_to_multiple_of()
+        )
         trainer = _Trainer(
             model=model,
             args=args,

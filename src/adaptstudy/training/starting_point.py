@@ -9,6 +9,8 @@ from transformers import AutoModelForSequenceClassification
 from transformers.utils import logging as hf_logging
 
 from adaptstudy.data.spec import TaskSpec
+from adaptstudy.models.fast_dropout import attention_implementation
+from adaptstudy.models.last_layer import train_last_layer_at_queries
 from adaptstudy.models.methods import ADAPTER_NAME, METHODS, PRETRAINED_ADAPTER
 from adaptstudy.runs.artifacts import FULL_MODES
 from adaptstudy.runs.finetune_config import FinetuneConfig, initial_weights
@@ -25,12 +27,15 @@ def build_model(config: FinetuneConfig, spec: TaskSpec) -> nn.Module:
             num_labels=spec.num_labels,
             problem_type="regression" if spec.is_regression else "single_label_classification",
             use_safetensors=True,
+            attn_implementation=attention_implementation(initial_weights(config)),
         )
     finally:
         hf_logging.set_verbosity(verbosity)
     method = METHODS.get(config.method)
     model = method.prepare(model, config)
     attach_pretrained_adapter(model, config)
+    if not method.changes_sequence:
+        train_last_layer_at_queries(model)
     return method.set_trainable(model, config)
 
 

@@ -71,6 +71,7 @@ class Method:
     uses_adapter_size: bool = False
     default_adapter_size: int | None = None
     uses_top_k: bool = False
+    changes_sequence: bool = False  # adds positions to the input or to attention's keys (soft prompts, prefixes)
 
     def apply(self, model: nn.Module, config) -> nn.Module:
         """Prepare `model` for this method and set `requires_grad` on every parameter."""

@@ -26,7 +26,9 @@ def _library_method(config_class: str, **options) -> Callable[[nn.Module, object
     return prepare
 
 
-def from_library(name: str, description: str, config_class: str, learning_rate: float, **options) -> Method:
+def from_library(
+    name: str, description: str, config_class: str, learning_rate: float, changes_sequence: bool = False, **options
+) -> Method:
     """A method the `adapters` package implements: what it adds trains, with the head; nothing else does."""
     return Method(
         name,
@@ -34,4 +36,5 @@ def from_library(name: str, description: str, config_class: str, learning_rate: 
         trainable=lambda n, *_: is_added(n) or is_head(n),
         prepare=_library_method(config_class, **options),
         default_learning_rate=learning_rate,
+        changes_sequence=changes_sequence,
     )

@@ -118,6 +118,7 @@ for _m in (
         f"{PROMPT_TOKENS} soft-prompt tokens prepended to the input embeddings (Lester et al. 2021)",
         "PromptTuningConfig",
         3e-2,
+        changes_sequence=True,
         prompt_length=PROMPT_TOKENS,
     ),
     from_library(
@@ -138,6 +139,7 @@ for _m in (
         "reparameterising MLP (adapters' defaults; the MLP trains and counts)",
         "PrefixTuningConfig",
         1e-3,
+        changes_sequence=True,
     ),
     from_library(
         "compacter",
@@ -152,6 +154,7 @@ for _m in (
         "(10 tokens) and a seq_bn adapter (reduction factor 16)",
         "UniPELTConfig",
         1e-3,
+        changes_sequence=True,
     ),
 ):
     METHODS.add(_m.name, _m)
