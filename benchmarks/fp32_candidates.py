@@ -102,6 +102,7 @@ def measure(task: str, variants: dict) -> list[dict]:
     for name, run in runs.items():
         mean = statistics.mean(run["times"])
         tokens = statistics.mean(int(b["input_ids"].numel()) for b in run["data"])
+        useful = statistics.mean(int(b["attention_mask"].sum()) for b in run["data"])
         rows.append(
             {
                 "task": task,
@@ -109,6 +110,7 @@ def measure(task: str, variants: dict) -> list[dict]:
                 "mean_step_s": mean,
                 "speedup_vs_first": first / mean,
                 "tokens_per_step_with_padding": tokens,
+                "useful_tokens_per_step": useful,
                 "warmup_s": run["warmup_s"],
             }
         )

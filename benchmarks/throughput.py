@@ -16,8 +16,10 @@ Peak memory is the highest RSS sampled while a path runs (loading its data and m
 evaluating) above the RSS when it started (after garbage collection and returning freed memory to
 the OS), so rows do not inherit earlier rows' memory.
 
-    python benchmarks/throughput.py --quick          # a few minutes: step times only
-    python benchmarks/throughput.py                  # + the dev metric over 3 seeds (about an hour); writes JSON
+    python benchmarks/throughput.py --quick   # a few minutes: step times only
+    python benchmarks/throughput.py           # + the dev metric over 3 seeds (1 h on AVX512-BF16, 2 h on AVX2)
+
+Each machine kind writes its own file: benchmarks/results/throughput-<kind>.json (avx512-bf16, avx2-fp32).
 """
 
 from __future__ import annotations
@@ -214,7 +216,7 @@ def stock_classification(task, method, n_train, batch_size, evaluate, seed):
     return timer, mem.added_mb, metric, useful
 
 
-def ours_classification(task, method, n_train, batch_size, evaluate, seed):
+def ours_classification(task, method, n_train, batch_size, evaluate, seed, precision="auto"):
     spec = resolve_task(task)
     config = FinetuneConfig(
         task=task,
@@ -225,6 +227,7 @@ def ours_classification(task, method, n_train, batch_size, evaluate, seed):
         num_train_epochs=1,
         max_train_examples=n_train,
         batch_size=batch_size,
+        precision=precision,
     )
     timer = StepTimer()
     with PeakRSS() as mem:
@@ -262,7 +265,7 @@ def stock_mlm(texts, max_len, steps, batch_size):
     return timer, mem.added_mb, useful_per_row, model
 
 
-def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTENTION_DROPOUT):
+def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTENTION_DROPOUT, precision="auto"):
     """Our pretraining path (`adaptstudy.models.mlm`, mode full): packed rows, the last layer and the logits at
     masked positions only, bf16 autocast where native; on a CPU fast dropout (the training core adds it)."""
     timer = StepTimer()
@@ -283,7 +286,7 @@ def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTEN
                 max_steps=steps,
                 remove_unused_columns=False,
                 optim="adamw_torch_fused",
-                precision="auto",
+                precision=precision,
             ),
             data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15),
         ).train()
@@ -294,16 +297,21 @@ def _autocast(precision: str) -> str:
     return "fp32" if precision == "fp32" else f"{precision} autocast"
 
 
-def run(quick: bool) -> dict:
+def machine_kind(precision: str) -> str:
+    """The file name's machine kind: "avx512-bf16" where ours trains in bf16, else e.g. "avx2-fp32"."""
+    if precision == "bf16":
+        return "avx512-bf16"
+    return f"{torch.backends.cpu.get_cpu_capability().lower()}-{precision}"
+
+
+def run(quick: bool, precision: str) -> dict:
     torch.manual_seed(0)
     warmup = 2 if quick else 3
-    peak32 = matmul_peak(torch.float32, reps=5 if quick else 20)
+    reps = 5 if quick else 20
+    peaks32 = [matmul_peak(torch.float32, reps=reps)]
     # Without AVX512-BF16/AMX, bf16 matmuls are emulated (about 1 GFLOP/s on an AVX2 machine): keep them small.
-    peak16 = (
-        matmul_peak(torch.bfloat16, reps=5 if quick else 20)
-        if native_bf16()
-        else matmul_peak(torch.bfloat16, n=512, reps=2)
-    )
+    peak16 = matmul_peak(torch.bfloat16, reps=reps) if native_bf16() else matmul_peak(torch.bfloat16, n=512, reps=2)
+    used = resolve_precision(precision)
     out = {
         "machine": {
             "cpu": cpu_name(),
@@ -311,16 +319,17 @@ def run(quick: bool) -> dict:
             "torch_threads": torch.get_num_threads(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "native_bf16": native_bf16(),
-            "matmul_fp32_flops": peak32,
+            "kind": machine_kind(used),
+            # set on an AVX512 machine to approximate AVX2 kernels (the page says so)
+            "isa_limits": {k: os.environ[k] for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA") if k in os.environ},
             "matmul_bf16_flops": peak16,
         },
         "versions": versions(),
         "git_commit": git_commit(),
         "quick": quick,
         "rows": [],
-        "precision": {"stock": "fp32", "ours": _autocast(resolve_precision("auto"))},
+        "precision": {"stock": "fp32", "ours": _autocast(used)},
     }
-    print(f"matmul peak: fp32 {peak32 / 1e9:.0f} GFLOP/s, bf16 {peak16 / 1e9:.0f} GFLOP/s", flush=True)
     batch = 32
     sizes = {"sst2": 256 if quick else 4000, "mrpc": 256 if quick else None}
     seeds = (0,) if quick else METRIC_SEEDS
@@ -328,25 +337,37 @@ def run(quick: bool) -> dict:
         for method in ("full", "houlsby"):
             evaluate = not quick
             results = {}
+            peaks32.append(matmul_peak(torch.float32, reps=reps))
             for path, fn in (("stock", stock_classification), ("ours", ours_classification)):
-                runs = [fn(task, method, sizes[task], batch, evaluate, seed) for seed in seeds]
+                kw = {"precision": precision} if path == "ours" else {}
+                runs = [fn(task, method, sizes[task], batch, evaluate, seed, **kw) for seed in seeds]
                 steps = StepTimer.pooled([r[0] for r in runs], warmup)
                 metrics = [r[2] for r in runs] if evaluate else None
                 results[path] = (steps, max(r[1] for r in runs), metrics, runs[0][3])
             model = _model_for_flops(task, method)
-            _add_rows(out, f"{task}/{method}", results, batch, model, peak32, peak16, warmup)
+            _add_rows(out, f"{task}/{method}", results, batch, model, warmup)
     max_len, mlm_batch, steps = 256, 16, (8 if quick else 25)
     texts = imdb_texts(800 if quick else 2000)
     results = {}
+    peaks32.append(matmul_peak(torch.float32, reps=reps))
     variants = (
         ("stock", stock_mlm, {}),
         ("ours", ours_mlm, {}),
         ("ours, attention dropout 0.1", ours_mlm, {"attention_dropout": 0.1}),
     )
     for path, fn, kw in variants:
+        kw = {**kw, "precision": precision} if path != "stock" else kw
         timer, peak_mb, useful, model = fn(texts, max_len, steps, mlm_batch, **kw)
         results[path] = (timer.times[warmup:], peak_mb, None, useful)
-    _add_rows(out, "mlm/imdb", results, mlm_batch, model, peak32, peak16, warmup, mlm=True)
+    _add_rows(out, "mlm/imdb", results, mlm_batch, model, warmup, mlm=True)
+    peaks32.append(matmul_peak(torch.float32, reps=reps))
+    # The machine's fp32 peak is the best of its measurements through the run (this VM's matmul speed varies
+    # by up to 2x from minute to minute; a low first measurement would inflate every MFU).
+    out["machine"].update(matmul_fp32_flops=max(peaks32), matmul_fp32_flops_measured=peaks32)
+    for row in out["rows"]:
+        row.update(mfu_fp32=row["model_flops_per_s"] / max(peaks32), mfu_bf16=row["model_flops_per_s"] / peak16)
+        print(_format(row), flush=True)
+    print(f"matmul peak: fp32 {max(peaks32) / 1e9:.0f} GFLOP/s (best of {len(peaks32)}), bf16 {peak16 / 1e9:.0f}")
     return out
 
 
@@ -358,7 +379,7 @@ def _model_for_flops(task, method):
     return METHODS.get(method).apply(model, config)
 
 
-def _add_rows(out, name, results, batch, model, peak32, peak16, warmup, mlm=False):
+def _add_rows(out, name, results, batch, model, warmup, mlm=False):
     base = None
     for path, (steps, peak_mb, metrics, useful) in results.items():  # the first is the stock recipe
         step = statistics.median(steps)
@@ -375,8 +396,6 @@ def _add_rows(out, name, results, batch, model, peak32, peak16, warmup, mlm=Fals
             "useful_tokens_per_example": useful,
             "useful_tokens_per_s": tok_s,
             "model_flops_per_s": flops,
-            "mfu_fp32": flops / peak32,
-            "mfu_bf16": flops / peak16,
             "peak_rss_added_mb": peak_mb,
             "dev_metrics": metrics,
             "dev_metric": statistics.mean(metrics) if metrics else None,
@@ -388,7 +407,6 @@ def _add_rows(out, name, results, batch, model, peak32, peak16, warmup, mlm=Fals
             row["speedup_examples"] = row["examples_per_s"] / base["examples_per_s"]
             row["speedup_tokens"] = row["useful_tokens_per_s"] / base["useful_tokens_per_s"]
         out["rows"].append(row)
-        print(_format(row), flush=True)
 
 
 def _format(r) -> str:
@@ -404,13 +422,21 @@ def _format(r) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="step times only, a few minutes")
-    parser.add_argument("--out", type=Path, help="JSON path (default: benchmarks/results/throughput[-quick].json)")
+    parser.add_argument(
+        "--precision",
+        default="auto",
+        choices=["auto", "fp32"],
+        help="our paths' precision; fp32 with ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 approximates an "
+        "AVX2 machine on an AVX512 one",
+    )
+    parser.add_argument("--out", type=Path, help="JSON path (default: benchmarks/results/throughput-<machine>.json)")
     args = parser.parse_args(argv)
     os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     start = time.perf_counter()
-    result = run(args.quick)
+    result = run(args.quick, args.precision)
     result["wall_s"] = time.perf_counter() - start
-    out = args.out or Path(__file__).parent / "results" / f"throughput{'-quick' if args.quick else ''}.json"
+    name = f"throughput-{result['machine']['kind']}{'-quick' if args.quick else ''}.json"
+    out = args.out or Path(__file__).parent / "results" / name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {out} in {result['wall_s']:.0f} s")

@@ -1,4 +1,5 @@
-"""The Efficiency page's sweep comparison: the committed measurement, read as the page shows it."""
+"""The Efficiency page: the committed measurements (throughput per machine kind, profiles, fp32 candidates, the
+sweep comparison), read as the page shows them."""
 
 import copy
 import json
@@ -6,7 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from adaptstudy.reporting.efficiency import PARALLEL_GAIN, load_benchmark, parallel_note, parallel_table
+from adaptstudy.reporting.efficiency import (
+    PARALLEL_GAIN,
+    candidates_note,
+    candidates_table,
+    load_benchmark,
+    load_benchmarks,
+    machine_kind,
+    machine_notes,
+    parallel_note,
+    parallel_table,
+    profile_table,
+    side_by_side,
+    targets,
+)
 
 COMMITTED = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "parallel_sweep.json"
 
@@ -49,3 +63,52 @@ def test_the_note_gives_the_ratio_and_keeps_one_worker_the_default_unless_two_be
 def test_a_missing_measurement_says_how_to_make_it(tmp_path):
     assert "benchmarks/parallel_sweep.py" in parallel_note(load_benchmark(tmp_path / "none.json"))
     assert parallel_table(load_benchmark(tmp_path / "none.json")).empty
+
+
+RESULTS = COMMITTED.parent
+
+
+def test_each_machine_kind_has_its_benchmark_and_a_full_run_wins_over_a_quick_one(tmp_path):
+    bf16 = json.loads((RESULTS / "throughput-avx512-bf16.json").read_text())
+    assert machine_kind(bf16) == "avx512-bf16"  # written before files said their kind
+    quick = {**copy.deepcopy(bf16), "quick": True, "machine": {**bf16["machine"], "kind": "avx2-fp32"}}
+    full = {**copy.deepcopy(quick), "quick": False}
+    for name, content in (("throughput-avx2-fp32-quick.json", quick), ("throughput-avx512-bf16.json", bf16)):
+        (tmp_path / name).write_text(json.dumps(content))
+    assert load_benchmarks(tmp_path)["avx2-fp32"]["quick"]
+    (tmp_path / "throughput-avx2-fp32.json").write_text(json.dumps(full))
+    found = load_benchmarks(tmp_path)
+    assert list(found) == ["avx2-fp32", "avx512-bf16"] and not found["avx2-fp32"]["quick"]
+    table = side_by_side(found).set_index(["workload", "path"])
+    mlm = table.loc[("mlm/imdb", "ours")]
+    assert mlm["× stock, avx512-bf16"] == pytest.approx(
+        next(r for r in bf16["rows"] if r["row"] == "mlm/imdb" and r["path"] == "ours")["speedup_tokens"]
+    )
+    assert "**avx2-fp32**" in machine_notes(found) and "Not measured yet" in machine_notes({})
+
+
+def test_targets_follow_the_machine_kind():
+    bf16 = json.loads((RESULTS / "throughput-avx512-bf16.json").read_text())
+    fp32 = {**copy.deepcopy(bf16), "machine": {**bf16["machine"], "kind": "avx2-fp32"}}
+    aims = {kind: targets(b) for kind, b in (("avx512-bf16", bf16), ("avx2-fp32", fp32))}
+    sst2 = {k: t[t["workload"] == "sst2/full"]["target"].iloc[0] for k, t in aims.items()}
+    assert sst2 == {"avx512-bf16": "≥ 3× the stock train examples/s", "avx2-fp32": "≥ 6× the stock train examples/s"}
+    mfu = aims["avx2-fp32"][aims["avx2-fp32"]["target"].str.startswith("MFU")]
+    assert mfu["workload"].tolist() == ["mrpc/full", "mlm/imdb"] and mfu["target"].str.contains("50%").all()
+
+
+def test_the_profiles_and_candidates_read_as_the_page_shows_them():
+    profiles = {
+        w: load_benchmark(RESULTS / f)
+        for w, f in (("before", "profile_step-before.json"), ("after", "profile_step.json"))
+    }
+    table = profile_table(profiles)
+    assert set(table["profile"]) == {"before", "after"} and (table["matmul"] > 40).all()
+    shares = table.drop(columns=["profile", "workload", "step (ms)", "data"]).sum(axis=1)
+    assert shares.tolist() == pytest.approx([100.0] * len(table), abs=1.0)  # operators + Python and framework
+    candidates = load_benchmark(RESULTS / "fp32_candidates.json")
+    rows = candidates_table(candidates)
+    assert rows.groupby("task")["× before"].first().tolist() == [1.0, 1.0]
+    note = candidates_note(candidates)
+    assert "**Dropped: `torch.compile`**" in note and candidates["machine"]["cpu"] in note
+    assert "Not measured yet" in candidates_note({})

@@ -155,7 +155,7 @@ SETTINGS = {
         "dry_run": {"dry_run": True},
     },
     AnalysisParams: {"results_dir": {"results_dir": "/elsewhere/results"}},
-    BenchmarkParams: {"benchmark_json": {"benchmark_json": "/elsewhere/throughput.json"}},
+    BenchmarkParams: {"benchmark_dir": {"benchmark_dir": "/elsewhere/results"}},
 }
 
 # A misspelt setting per model, and the setting it should be taken for.
@@ -165,7 +165,7 @@ TYPOS = {
     DataPrepParams: ("max_seq_lenght", "max_seq_length"),
     SweepParams: ("dryrun", "dry_run"),
     AnalysisParams: ("results_dri", "results_dir"),
-    BenchmarkParams: ("benchmark_jsn", "benchmark_json"),
+    BenchmarkParams: ("benchmark_dri", "benchmark_dir"),
 }
 
 

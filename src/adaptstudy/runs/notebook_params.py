@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -37,20 +38,15 @@ class AnalysisParams(BaseModel):
 
 
 class BenchmarkParams(BaseModel):
-    """Parameters of the efficiency analysis: which benchmark JSON to show."""
+    """Parameters of the efficiency analysis: where the benchmarks' JSON files are."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    benchmark_json: str | None = Field(None, description="None: benchmarks/results/throughput.json")
-    parallel_json: str | None = Field(None, description="None: benchmarks/results/parallel_sweep.json")
+    benchmark_dir: str | None = Field(None, description="None: benchmarks/results in the project")
 
     @property
-    def path(self) -> str:
-        return self.benchmark_json or str(PROJECT_ROOT / "benchmarks" / "results" / "throughput.json")
-
-    @property
-    def parallel_path(self) -> str:
-        return self.parallel_json or str(PROJECT_ROOT / "benchmarks" / "results" / "parallel_sweep.json")
+    def directory(self) -> Path:
+        return Path(self.benchmark_dir) if self.benchmark_dir else PROJECT_ROOT / "benchmarks" / "results"
 
 
 class SweepParams(BaseModel):
