@@ -36,7 +36,7 @@ from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.models.fast_dropout import use_fast_dropout
 from adaptstudy.models.last_layer import train_last_layer_at_queries
 from adaptstudy.runs.records import git_commit, versions
-from adaptstudy.training.device import cpu_name, resolve_precision
+from adaptstudy.training.device import machine_description
 
 hf_logging.set_verbosity_error()
 BATCH, BATCHES, WARMUP, PASSES = 32, 16, 2, 2
@@ -126,13 +126,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     variants = {**VARIANTS, **(COMPILED if args.compile else {})}
     result = {
-        "machine": {
-            "cpu": cpu_name(),
-            "cores": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "precision": resolve_precision("auto"),
-        },
+        "machine": machine_description(),
         "versions": versions(),
         "git_commit": git_commit(),
         "protocol": {"batch_size": BATCH, "batches": BATCHES, "warmup_steps": WARMUP, "passes": PASSES},

@@ -21,11 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
 import yaml
 
 from adaptstudy.runs.records import git_commit, versions
-from adaptstudy.training.device import cpu_name, native_bf16, resolve_precision
+from adaptstudy.training.device import machine_description
 
 GRID = {
     "study": "parallel_sweep_benchmark",
@@ -81,13 +80,7 @@ def run() -> dict:
     sequential, ray = engines["in process"], engines["ray"]
     assert set(sequential["metrics"]) == set(ray["metrics"]), "the engines ran different cells"
     return {
-        "machine": {
-            "cpu": cpu_name(),
-            "cores": cores,
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "native_bf16": native_bf16(),
-            "precision": resolve_precision("auto"),
-        },
+        "machine": {**machine_description(), "cores": cores},
         "versions": versions(),
         "git_commit": git_commit(),
         "grid": GRID,

@@ -30,7 +30,7 @@ from torch.profiler import ProfilerActivity, profile
 from transformers import TrainerCallback
 
 from adaptstudy.runs.records import git_commit, versions
-from adaptstudy.training.device import cpu_name, resolve_precision
+from adaptstudy.training.device import machine_description
 
 WARMUP, PROFILED = 3, 6
 
@@ -172,13 +172,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     result = {
-        "machine": {
-            "cpu": cpu_name(),
-            "cores": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "precision": resolve_precision("auto"),
-        },
+        "machine": machine_description(),
         "versions": versions(),
         "git_commit": git_commit(),
         "workloads": {},

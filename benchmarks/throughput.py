@@ -59,7 +59,7 @@ from adaptstudy.models.methods import METHODS
 from adaptstudy.models.mlm import PRETRAIN_ATTENTION_DROPOUT, load_mlm, prepare_mode
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.records import git_commit, versions
-from adaptstudy.training.device import cpu_name, native_bf16, resolve_precision, training_arguments
+from adaptstudy.training.device import machine_description, native_bf16, resolve_precision, training_arguments
 from adaptstudy.training.finetune import TaskScorer, finetune
 
 hf_logging.set_verbosity_error()
@@ -314,11 +314,7 @@ def run(quick: bool, precision: str) -> dict:
     used = resolve_precision(precision)
     out = {
         "machine": {
-            "cpu": cpu_name(),
-            "cores": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "native_bf16": native_bf16(),
+            **machine_description(),
             "kind": machine_kind(used),
             # set on an AVX512 machine to approximate AVX2 kernels (the page says so)
             "isa_limits": {k: os.environ[k] for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA") if k in os.environ},

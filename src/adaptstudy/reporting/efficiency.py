@@ -275,7 +275,9 @@ def candidates_note(candidates: dict) -> str:
             f"eager, after up to {warm:.0f} s of compilation per run. Its generated dropout draws random numbers more "
             "slowly than torch's own, and the matmuls, most of the step, are the same library calls."
         )
-    left = ", ".join(f"{_task_label(t)} {100 * padding[(t, '+ no length rounding')]:.0f}%" for t in dict(rows.index).keys())
+    left = ", ".join(
+        f"{_task_label(t)} {100 * padding[(t, '+ no length rounding')]:.0f}%" for t in dict(rows.index).keys()
+    )
     lines.append(
         "- **Not built: packing several examples into one row** (block-diagonal attention). Without length rounding, "
         f"length-grouped batches leave this share of padded tokens: {left}. That bounds what packing could save on "

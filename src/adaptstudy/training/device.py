@@ -57,6 +57,19 @@ def cpu_name() -> str:
     return "unknown"
 
 
+def machine_description() -> dict[str, Any]:
+    """What every speed figure is recorded with: the processor, its cores and torch's threads, the kernels torch
+    picks (CPU capability), native bf16, and the precision `auto` trains in here."""
+    return {
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "native_bf16": native_bf16(),
+        "precision": resolve_precision("auto"),
+    }
+
+
 def native_bf16() -> bool:
     if torch.cuda.is_available():
         return cuda_native_bf16()
