@@ -52,7 +52,7 @@ class MaskedPositionsMLM(nn.Module):
         super().__init__()
         self.mlm = mlm_model
         self.config = mlm_model.config
-        self.last_layer_at_masked = False  # set by `train_last_layer_at_masked`
+        self.last_layer_at_masked = False  # set by `prepare_mode`
 
     @property
     def encoder(self) -> nn.Module:
