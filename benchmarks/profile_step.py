@@ -25,7 +25,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import torch
 from torch.profiler import ProfilerActivity, profile
 from transformers import TrainerCallback
 
@@ -133,8 +132,7 @@ def mlm() -> StepPhases:
         precision="auto",
     )
     model = prepare_mode(load_mlm(BACKBONE, PRETRAIN_ATTENTION_DROPOUT), "full")
-    if not torch.cuda.is_available():
-        use_fast_dropout(model)  # as the training core does
+    use_fast_dropout(model)  # as the training core does
     Trainer(
         model=model,
         args=args,

@@ -54,6 +54,9 @@ def test_every_dropout_of_a_cpu_backbone_becomes_fast_with_attention_dropout_in_
     assert attention_implementation(path, attention_dropout=0.0) == "sdpa"
     model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=2, attn_implementation="eager")
     replaced = use_fast_dropout(model)
+    if torch.cuda.is_available():
+        assert replaced == 0
+        return
     assert replaced == 1 + 6 * 3 + 1  # embeddings, per layer (attention probabilities, two outputs), classifier
     assert not any(type(m) is nn.Dropout for m in model.modules())
     assert all(m.p == pytest.approx(0.1) for m in model.modules() if isinstance(m, FastDropout))

@@ -52,9 +52,17 @@ class FastDropout(nn.Dropout):
         return _MaskAndScale.apply(x, keep, scale)
 
 
+def _on_cpu() -> bool:
+    """Fast dropout is for CPU training; on CUDA torch's own dropout is fast and the models keep it."""
+    return not torch.cuda.is_available()
+
+
 def use_fast_dropout(model: nn.Module) -> int:
-    """Replace every `nn.Dropout` in `model` by a `FastDropout` with the same p; returns how many were replaced."""
+    """On a CPU, replace every `nn.Dropout` in `model` by a `FastDropout` with the same p; returns how many were
+    replaced (none on CUDA)."""
     replaced = 0
+    if not _on_cpu():
+        return replaced
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is nn.Dropout:
@@ -70,4 +78,4 @@ def attention_implementation(path: str, attention_dropout: float | None = None) 
     it runs the same unfused computation as eager anyway); "sdpa" otherwise."""
     if attention_dropout is None:
         attention_dropout = AutoConfig.from_pretrained(path).attention_probs_dropout_prob
-    return "eager" if attention_dropout > 0 and not torch.cuda.is_available() else "sdpa"
+    return "eager" if attention_dropout > 0 and _on_cpu() else "sdpa"

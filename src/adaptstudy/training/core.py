@@ -127,8 +127,7 @@ class Session:
         The Trainer's `training_loss` of a resumed run sums the losses of the steps after the resume only (and
         divides by all steps): each checkpoint keeps the sum of the losses so far, and the resumed run adds it."""
         trainer.add_callback(StopOnNonFiniteLoss())
-        if not torch.cuda.is_available():
-            use_fast_dropout(trainer.model)
+        use_fast_dropout(trainer.model)
         before = read_marker(self.resume).get(LOSS_SUM) if self.resume else 0.0
         if before is None:
             warnings.warn(f"{self.resume} predates loss sums: train_loss leaves out the steps before it", stacklevel=2)
