@@ -55,11 +55,13 @@ smoke: setup
 benchmark: setup
 	$(BIN)/python benchmarks/throughput.py
 
-# The Houlsby chapter at CPU scale (resumable: rerun to continue; finished runs are skipped).
-# Stage 1 (learning rates) first: the other grids use the rates it chose.
-HOULSBY_GRIDS := params/cpu/houlsby_lr.yaml $(filter-out params/cpu/houlsby_lr.yaml,$(sort $(wildcard params/cpu/houlsby_*.yaml)))
+# The Houlsby chapter at CPU scale (resumable: rerun to continue; finished runs are skipped). Stage 1 chooses the
+# learning rates on seed 0; stage 2's grid is generated from its records (the committed one holds our choices: delete
+# it to regenerate from yours).
 reproduce-houlsby: setup
-	for g in $(HOULSBY_GRIDS); do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
+	$(BIN)/python -m adaptstudy.sweep params/cpu/houlsby_select.yaml --workers 2 --threads 1
+	test -f params/cpu/houlsby_report.yaml || { $(BIN)/python -m adaptstudy.reporting.houlsby.plan > /tmp/houlsby_report.yaml && mv /tmp/houlsby_report.yaml params/cpu/houlsby_report.yaml; }
+	$(BIN)/python -m adaptstudy.sweep params/cpu/houlsby_report.yaml --workers 2 --threads 1
 
 # The IMDb chapter at CPU scale (resumable): stage 1 (learning rates) first, then the grids at the chosen rates.
 PEFT_GRIDS := params/cpu/peft_imdb_lr.yaml $(filter-out params/cpu/peft_imdb_lr.yaml,$(sort $(wildcard params/cpu/peft_imdb*.yaml)))

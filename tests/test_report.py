@@ -8,6 +8,7 @@ from adaptstudy.reporting.common import (
     load_runs,
     mean_sd,
     scale_note,
+    study_cost,
 )
 from adaptstudy.reporting.evidence import VERDICTS
 from adaptstudy.reporting.published import HOULSBY_2019
@@ -63,3 +64,13 @@ def test_the_foundation_gap_is_not_testable_on_one_seed_and_judged_on_three(tmp_
     assert gap["verdict"].tolist() == ["holds"] and gap["seeds"].tolist() == [3]
     assert gap["ours: adapters − full [95% CI]"].iloc[0].startswith("+0.5 [")
     assert set(gap["verdict"]) | set(one["verdict"]) <= set(VERDICTS)
+
+
+def test_the_cost_says_how_many_runs_trained_on_each_kind_of_machine(tmp_path, fake_record):
+    _run(fake_record, 0, 1e-4)  # a record from before machines were recorded
+    for seed in (1, 2):
+        config = FinetuneConfig(task="rte", method="full", seed=seed)
+        fake_record(config, machine={"cpu": "AMD EPYC", "cpu_capability": "AVX2"}, train_runtime_s=1800.0)
+    cost = study_cost(load_runs(tmp_path), budget_h=2)
+    assert cost.startswith("3 runs: 1.00 h of training")
+    assert cost.endswith("Machines: 2 on AVX2, 1 not recorded.")

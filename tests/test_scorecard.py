@@ -1,10 +1,12 @@
-"""The scorecard on the committed records: every declared claim once, four verdicts only, and the protocol's
-consequences for runs made before it."""
+"""The scorecard on the committed records: every declared claim once, four verdicts only, and the protocol kept:
+no verdict rests on the seed that chose."""
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import CLAIMS
+from adaptstudy.reporting.common import SELECTION_SEED
 from adaptstudy.reporting.evidence import VERDICTS
 from adaptstudy.reporting.scorecard import PAGES, chapter_verdicts, scorecard
+from adaptstudy.runs.records import read_records
 
 
 def test_the_scorecard_lists_every_claim_of_every_paper_with_one_of_four_verdicts(data_dir):
@@ -14,8 +16,11 @@ def test_the_scorecard_lists_every_claim_of_every_paper_with_one_of_four_verdict
     assert set(card["verdict"]) <= set(VERDICTS)
     assert card["paper"].nunique() >= 5 and {CLAIMS.get(k).chapter for k in CLAIMS} == set(PAGES)
     assert card["chapter"].str.contains(r'href="06_analysis_\w+\.html"').all()
-    # runs made before the protocol: seed 0 chose, so Houlsby's cells keep two reported seeds; CoLA and RTE collapsed
-    houlsby = {v.claim.key: v for v in verdicts}["houlsby.parity"]
-    assert houlsby.verdict == "not testable"
-    assert houlsby.reasons().startswith("learned nothing: cola (2 runs), rte")  # full fine-tuning at Matthews 2.6, −2.1
+    # the protocol on the committed records: no Houlsby verdict rests on a run of the seed that chose
+    seeds = {r["run_id"]: r["seed"] for r in read_records(PROJECT_ROOT / "results" / "houlsby", status=None)}
+    houlsby = [v for v in verdicts if v.claim.chapter == "houlsby"]
+    assert len(houlsby) == 9 and seeds
+    for v in houlsby:
+        assert all(seeds[i] != SELECTION_SEED for i in v.run_ids), v.claim.key
+        assert (v.verdict == "not testable") == bool(v.reasons()), v.claim.key
     assert (card["CPU-hours"] >= 0).all() and card.loc[card["runs"] > 0, "CPU-hours"].gt(0).all()

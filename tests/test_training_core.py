@@ -142,6 +142,7 @@ def test_finish_completes_the_record_and_writes_it_whole_or_not_at_all(tmp_path)
     assert record["precision_used"] == ("bf16" if use_bf16(run.config.precision) else "fp32")
     assert record["resumed_from_step"] == 6 and record["peak_rss_mb"] > 0 and record["torch_threads"] >= 1
     assert record["finished_at"] and record["peak_rss_scope"] == run.peak_rss_scope
+    assert record["machine"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()  # the kernels it ran on
 
 
 def test_finish_refuses_a_nan_metric_and_leaves_no_partial_file(tmp_path):

@@ -27,7 +27,7 @@ from adaptstudy.models.fast_dropout import use_fast_dropout
 from adaptstudy.runs.base import RunConfig, validate
 from adaptstudy.runs.records import base_record, peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
 from adaptstudy.training.callbacks import NonFiniteLossError, StopOnNonFiniteLoss, TimedCheckpoints
-from adaptstudy.training.device import resolve_precision, training_arguments
+from adaptstudy.training.device import machine_description, resolve_precision, training_arguments
 
 
 def pad_to_multiple_of() -> int | None:
@@ -177,6 +177,7 @@ def finish(run: Run, session: Session, write: bool = True, **fields: Any) -> dic
         device="cuda" if torch.cuda.is_available() else "cpu",
         precision_used=resolve_precision(config.precision),
         torch_threads=torch.get_num_threads(),
+        machine=machine_description(),
         resumed_from_step=session.resumed_step,
         finished_at=datetime.now(timezone.utc).isoformat(),
     )

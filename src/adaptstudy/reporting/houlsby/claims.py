@@ -13,44 +13,25 @@ import seaborn as sns
 
 from adaptstudy.reporting.baselines import flag_runs
 from adaptstudy.reporting.claims import Verdict, arm, declare, reported, verdict_of, verdict_table
-from adaptstudy.reporting.common import SELECTION_SEED, config_column
-from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast
-from adaptstudy.reporting.houlsby.tables import at_chosen_rates, best_sizes, chosen_learning_rates
+from adaptstudy.reporting.common import config_column, format_mean_sd
+from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast, judge
+from adaptstudy.reporting.houlsby.tables import best_sizes, reported_at_chosen_rates
+from adaptstudy.reporting.published import HOULSBY_COURSE, published_frame
+
+FAMILIES = {
+    "houlsby": "adapters (sizes 8, 64, 256)",
+    "top_k": "top-k layers fine-tuned",
+    "layernorm": "layer norm only",
+    "full": "full fine-tuning",
+}
 
 
 def tradeoff_frame(runs: pd.DataFrame) -> pd.DataFrame:
-    """Plain runs of every method family on the selection seed: trained parameters against the dev metric.
-
-    Where a label had a learning-rate grid (full, adapters 8/64/256) only its chosen rate is kept;
-    the other points were run once, at the rate chosen for size 64 (adapters) or full fine-tuning.
-    """
-    runs = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED)]
-    chosen = chosen_learning_rates(runs).set_index(["task", "label"])["learning_rate"]
-    keep = [
-        (t, lab) not in chosen.index or np.isclose(lr, chosen[(t, lab)])
-        for t, lab, lr in zip(runs["task"], runs["label"], runs["config.learning_rate"].astype(float))
-    ]
-    runs = runs.loc[np.array(keep, dtype=bool)]
-    family = runs["method"].replace(
-        {
-            "houlsby": "adapters (houlsby, sizes 2–256)",
-            "top_k": "top-k layers fine-tuned",
-            "layernorm": "layer norm only",
-            "full": "full fine-tuning",
-        }
-    )
-    return runs.assign(family=family)[
-        [
-            "task",
-            "method",
-            "label",
-            "family",
-            "trainable_params",
-            "main_metric",
-            "main_metric_value",
-            "config.learning_rate",
-        ]
-    ]
+    """The reported plain runs of every method family at the rate the selection seed chose for its task and label
+    (full, each adapter size, each top-k, layer norm only): trained parameters against the dev metric."""
+    runs = reported_at_chosen_rates(runs, labels=None)
+    runs = runs[runs["method"].isin(list(FAMILIES))]
+    return runs.assign(family=runs["method"].map(FAMILIES))
 
 
 def plot_tradeoff(frame: pd.DataFrame, tasks: list[str]):
@@ -66,6 +47,7 @@ def plot_tradeoff(frame: pd.DataFrame, tasks: list[str]):
         col="task",
         kind="line",
         marker="o",
+        errorbar="sd",
         facet_kws={"sharey": False},
         height=3.5,
         aspect=1.2,
@@ -79,9 +61,14 @@ def plot_tradeoff(frame: pd.DataFrame, tasks: list[str]):
     return grid
 
 
-def ablation_records(runs: pd.DataFrame) -> list[dict]:
-    """The records of the layer-ablation runs: their nested `layer_ablation` holds a score per span removed."""
-    return [r for r in runs["record"] if r.get("layer_ablation")]
+def ablations_by_task(runs: pd.DataFrame) -> dict[str, list[dict]]:
+    """The records of the reported layer-ablation runs, per task: their nested `layer_ablation` holds a score per
+    span of layers whose adapters were removed."""
+    by_task: dict[str, list[dict]] = {}
+    for record in reported(runs)["record"]:
+        if record.get("layer_ablation"):
+            by_task.setdefault(record["task"], []).append(record)
+    return dict(sorted(by_task.items()))
 
 
 def ablation_matrix(record: dict) -> pd.DataFrame:
@@ -90,10 +77,13 @@ def ablation_matrix(record: dict) -> pd.DataFrame:
     return rows.pivot(index="first", columns="last", values=record["main_metric"])
 
 
-def plot_ablation(record: dict, ax=None):
-    matrix = ablation_matrix(record)
-    ax = sns.heatmap(matrix, annot=True, fmt=".0f", cmap="viridis", ax=ax, cbar_kws={"label": record["main_metric"]})
-    ax.set_title(f"{record['task']}: no adapters removed {record['metrics'][record['main_metric']]:.1f}")
+def plot_ablation(records: list[dict], ax=None):
+    """One task's ablation matrix, the mean over its runs (seeds)."""
+    matrix = sum(ablation_matrix(r) for r in records) / len(records)
+    metric = records[0]["main_metric"]
+    score = np.mean([r["metrics"][metric] for r in records])
+    ax = sns.heatmap(matrix, annot=True, fmt=".0f", cmap="viridis", ax=ax, cbar_kws={"label": metric})
+    ax.set_title(f"{records[0]['task']}: nothing removed {score:.1f} (mean of {len(records)} seeds)")
     ax.set_xlabel("last layer removed")
     ax.set_ylabel("first layer removed")
     return ax
@@ -202,7 +192,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """Every claim of the chapter judged on the runs of the seeds that chose nothing (rates and sizes were chosen
     on the selection seed); runs that learned nothing are flagged."""
     runs = flag_runs(runs)
-    table = reported(at_chosen_rates(runs))
+    table = reported_at_chosen_rates(runs)
     best = best_sizes(runs)
     metric = runs.groupby("task")["main_metric"].first().to_dict() if not runs.empty else {}
 
@@ -210,6 +200,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         return arm(table[(table["task"] == task) & (table["label"] == label)])
 
     tasks = sorted(set(table.loc[table["label"] == "full", "task"]))
+    sized = [t for t in tasks if {"houlsby-8", "houlsby-256"} <= set(table.loc[table["task"] == t, "label"])]
     return [
         verdict_of(
             PARITY, [contrast(t, cells(t, best[t]), cells(t, "full"), metric=metric[t]) for t in tasks if t in best]
@@ -217,7 +208,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         verdict_of(PARITY_64, [contrast(t, cells(t, "houlsby-64"), cells(t, "full"), metric=metric[t]) for t in tasks]),
         verdict_of(TOP_K, _top_k_units(runs)),
         verdict_of(
-            SIZE, [contrast(t, cells(t, "houlsby-8"), cells(t, "houlsby-256"), metric=metric[t]) for t in tasks]
+            SIZE, [contrast(t, cells(t, "houlsby-8"), cells(t, "houlsby-256"), metric=metric[t]) for t in sized]
         ),
         *_ablation_verdicts(runs),
         *_init_verdicts(runs),
@@ -229,36 +220,64 @@ def claims(runs: pd.DataFrame) -> pd.DataFrame:
     return verdict_table(verdicts(runs))
 
 
+def course_reproduction(runs: pd.DataFrame) -> pd.DataFrame:
+    """The independent course reproduction (BERT-base, dev accuracy) beside ours in the same metric on its tasks:
+    full fine-tuning, adapters (ours: the best size) and adapters − full, ours with its 95% interval over the
+    reported seeds."""
+    course = published_frame(HOULSBY_COURSE).pivot(index="task", columns="method", values="value")
+    runs = flag_runs(runs)
+    table = reported_at_chosen_rates(runs)
+    best = best_sizes(runs)
+    rows = []
+    for task, published in course.iterrows():
+        full = table[(table["task"] == task) & (table["label"] == "full")]
+        adapters = table[(table["task"] == task) & (table["label"] == best.get(task))]
+        ours = {"ours: full": "–", "ours: adapters": "–", "ours: adapters − full [95% CI]": "–"}
+        if not full.empty and not adapters.empty:
+            a, b = (arm(x, score="metric.accuracy") for x in (adapters, full))
+            ours = {
+                "ours: full": format_mean_sd(b.scores.mean(), b.scores.std(ddof=1), len(b.scores)),
+                "ours: adapters": format_mean_sd(a.scores.mean(), a.scores.std(ddof=1), len(a.scores))
+                + f" [{best[task].split('-')[1]}]",
+                "ours: adapters − full [95% CI]": judge(
+                    [contrast(task, a, b, metric="accuracy")], PARITY.rule
+                ).interval(),
+            }
+        rows.append(
+            {
+                "task": task,
+                "course: full": f"{published['full']:.1f}",
+                "course: adapters": f"{published['houlsby']:.1f}",
+                "course: adapters − full": f"{published['houlsby'] - published['full']:+.1f}",
+                **ours,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def _top_k_units(runs: pd.DataFrame) -> list[Unit]:
-    """Per task and k: the largest adapter within top-k's trained parameters against top-k, paired as on the
-    trade-off plot (the selection seed) and judged on the other seeds."""
+    """Per task and k: the largest adapter within top-k's trained parameters against top-k, each at its chosen
+    rate, over the reported seeds."""
     frame = tradeoff_frame(runs)
     units = []
     for task, group in frame.groupby("task"):
-        adapters, top = group[group["method"] == "houlsby"], group[group["method"] == "top_k"]
-        for _, t in top.iterrows():
-            cheaper = adapters[adapters["trainable_params"] <= t["trainable_params"]]
+        params = group.groupby("label")["trainable_params"].first()
+        adapters = params[params.index.str.startswith("houlsby-")]
+        for label in sorted(params.index[params.index.str.startswith("top_k-")]):
+            cheaper = adapters[adapters <= params[label]]
             if cheaper.empty:
                 continue
-            a = cheaper.loc[cheaper["trainable_params"].idxmax(), "label"]
-            same = reported(runs[runs["plain"] & (runs["task"] == task)])
+            a = cheaper.idxmax()
             units.append(
-                contrast(
-                    f"{task} {t['label']} vs {a}", arm(same[same["label"] == a]), arm(same[same["label"] == t["label"]])
-                )
+                contrast(f"{task} {label} vs {a}", arm(group[group["label"] == a]), arm(group[group["label"] == label]))
             )
     return units
 
 
 def _ablation_verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """The layer ablation: per task, each reported seed's ablation record gives one value per claim."""
-    by_task: dict[str, list[dict]] = {}
-    for record in ablation_records(reported(runs)):
-        by_task.setdefault(record["task"], []).append(record)
-    tasks = sorted({r["task"] for r in ablation_records(runs)})
     one, everything, lower = [], [], []
-    for task in tasks:
-        records = by_task.get(task, [])
+    for task, records in ablations_by_task(runs).items():
         stats = [_ablation_stats(r) for r in records]
         ids = tuple(r["run_id"] for r in records)
         one.append(contrast(task, Arm([s[0] for s in stats], run_ids=ids), 0.0))

@@ -1,8 +1,9 @@
 """The Houlsby chapter's tables: Table 1, the adapter sizes, seeds, costs, and the published tables not run offline.
 
-Learning rates are chosen on dev with the selection seed, per task for full fine-tuning and for each adapter size
-(as the paper chose per size); Table 1 then reports mean ± sd over the seeds at the chosen rate. Every function
-takes the runs of `load_runs`, labelled by `label_runs`.
+Learning rates are chosen with the selection seed (on the selection split where the runs scored one), per task for
+full fine-tuning, each adapter size and each trade-off method (as the paper chose per size); the tables then report
+mean ± sd over the other seeds at the chosen rate. Every function takes the runs of `load_runs`, labelled by
+`label_runs`.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ RECORD_COLUMNS = [
 
 
 def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Adds `label` (full, houlsby-64, top_k-3, layernorm, ...) and `plain` (no init-scale or ablation variant)."""
+    """Adds `label` (full, houlsby-64, top_k-3, layernorm, ...) and `plain` (no init-scale or architecture variant;
+    a layer-ablation run is plain: the ablation only evaluates the model it trained)."""
     if runs.empty:
         empty = pd.DataFrame(columns=[*RECORD_COLUMNS, "label", "plain"])
         return empty.astype(
@@ -69,52 +71,58 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
         f"{m}-{int(a)}" if pd.notna(a) else f"{m}-{int(t)}" if pd.notna(t) else m
         for m, a, t in zip(runs["method"], size, k)
     ]
-    plain = (
-        config_column(runs, "adapter_init_std").isna()
-        & config_column(runs, "adapter_variant").isna()
-        & ~config_column(runs, "layer_ablation", False).fillna(False).astype(bool)
-    )
+    plain = config_column(runs, "adapter_init_std").isna() & config_column(runs, "adapter_variant").isna()
     return runs.assign(label=labels, plain=plain.values)
 
 
-def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (task, label) of full fine-tuning and each Table 1 adapter size: the rate with the best dev score on the
-    selection seed."""
-    grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED) & runs["label"].isin(SELECTED_LABELS)]
-    chosen = choose_learning_rates(grid, ["task", "label"])
+def selection_grid(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
+    """The plain runs of the selection seed (those of `labels`; None: every label): the grid that chose."""
+    grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED)]
+    return grid if labels is None else grid[grid["label"].isin(labels)]
+
+
+def chosen_learning_rates(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
+    """Per (task, label) of full fine-tuning and each Table 1 adapter size (`labels`; None: every label the
+    selection seed ran, the trade-off's top-k and layer norm too): the rate with the best choice score."""
+    chosen = choose_learning_rates(selection_grid(runs, labels), ["task", "label"])
     order = {label: i for i, label in enumerate(SELECTED_LABELS)}
     return chosen.sort_values(
-        ["task", "label"], key=lambda c: c.map(order) if c.name == "label" else c, ignore_index=True
+        ["task", "label"], key=lambda c: c.map(order).fillna(len(order)) if c.name == "label" else c, ignore_index=True
     )
 
 
 def selection_note(runs: pd.DataFrame) -> str:
     """Which split and seed chose the learning rates and sizes, and which report."""
-    grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED) & runs["label"].isin(SELECTED_LABELS)]
     return (
         f"Learning rates and each task's best adapter size were chosen with seed {SELECTION_SEED} on "
-        f"{chosen_on(grid)}. Tables report the dev set; the verdicts rest on the other seeds alone."
+        f"{chosen_on(selection_grid(runs))}. Tables report the dev set over the other seeds, and the verdicts "
+        "rest on them alone."
     )
 
 
-def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """The plain runs made at the learning rate chosen for their task and label (method and size)."""
-    return at_learning_rates(runs.loc[runs["plain"]], chosen_learning_rates(runs), ["task", "label"])
+def at_chosen_rates(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
+    """The plain runs made at the learning rate chosen for their task and label (method and size), every seed."""
+    return at_learning_rates(runs.loc[runs["plain"]], chosen_learning_rates(runs, labels), ["task", "label"])
+
+
+def reported_at_chosen_rates(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
+    """The runs the tables report: at the chosen rates, of every seed but the one that chose."""
+    chosen = at_chosen_rates(runs, labels)
+    return chosen[chosen["seed"] != SELECTION_SEED]
 
 
 def size_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Mean, sd and seeds per task for full fine-tuning and each adapter size, at the chosen rates."""
-    chosen = at_chosen_rates(runs)
-    chosen = chosen[chosen["label"].isin(SELECTED_LABELS)]
+    """Mean, sd and reported seeds per task for full fine-tuning and each adapter size, at the chosen rates."""
+    chosen = reported_at_chosen_rates(runs)
     return (
         chosen.groupby(["task", "label"])["main_metric_value"].agg(mean="mean", sd="std", seeds="count").reset_index()
     )
 
 
 def seed_scores(runs: pd.DataFrame) -> pd.DataFrame:
-    """Each Table 1 cell's dev score per seed (full, size 64 and each task's best size), to show how far
+    """Each Table 1 cell's dev score per reported seed (full, size 64 and each task's best size), to show how far
     seeds disagree where the sd is large."""
-    chosen = at_chosen_rates(runs)
+    chosen = reported_at_chosen_rates(runs)
     best = best_sizes(runs)
     keep = chosen["label"].isin(["full", "houlsby-64"]) | (chosen["label"] == chosen["task"].map(best))
     table = chosen[keep].pivot_table(index=["task", "label"], columns="seed", values="main_metric_value")
@@ -123,16 +131,16 @@ def seed_scores(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def size_means(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per adapter size: our mean dev metric on the selection seed (every size has it) over the tasks that have
+    """Per adapter size: our mean dev metric (the mean over reported seeds per task) over the tasks that have
     every size, beside the paper's mean."""
-    chosen = chosen_learning_rates(runs)
-    means = chosen.pivot(index="task", columns="label", values="choice score") if not chosen.empty else pd.DataFrame()
+    sizes = size_table(runs)
+    means = sizes.pivot(index="task", columns="label", values="mean") if not sizes.empty else pd.DataFrame()
     columns = [f"houlsby-{s}" for s in SIZES]
     complete = means[columns].dropna(how="any") if set(columns) <= set(means) else pd.DataFrame()
     return pd.DataFrame(
         {
             "adapter size": SIZES,
-            "ours: mean over tasks (seed 0)": [
+            "ours: mean over tasks (reported seeds)": [
                 complete[f"houlsby-{s}"].mean() if not complete.empty else np.nan for s in SIZES
             ],
             "tasks": [", ".join(complete.index) if not complete.empty else "–"] * len(SIZES),
@@ -154,7 +162,7 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
     cells flag the runs that learned nothing, and a row gives the constant prediction's score. Tasks not run offline
     read '–' on our side (`OFFLINE_NOTE`)."""
     sizes = size_table(runs)
-    chosen = flag_runs(at_chosen_rates(runs))
+    chosen = flag_runs(reported_at_chosen_rates(runs))
     collapsed = chosen.groupby(["task", "label"])["learned_nothing"].sum() if not chosen.empty else pd.Series()
     ours: dict[str, dict[str, str]] = {"full": {}, "houlsby-best": {}, "houlsby-64": {}}
     means: dict[str, dict[str, float]] = {k: {} for k in ours}
@@ -239,29 +247,33 @@ def _plain_model_params(runs: pd.DataFrame) -> pd.Series:
 
 
 def variants_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The architecture variants beside the plain adapter of the same size, task, seed and learning rate."""
-    variants = runs[config_column(runs, "adapter_variant").notna()]
+    """Each architecture variant beside the plain adapter of the same task, size, learning rate and seed, over the
+    reported seeds: both means and their paired difference (mean ± sd over seeds)."""
+    columns = ["task", "variant", "seeds", "variant: dev metric", "plain adapter", "difference", "difference sd"]
+    variants = runs[config_column(runs, "adapter_variant").notna() & (runs["seed"] != SELECTION_SEED)]
     if variants.empty:
-        return pd.DataFrame(columns=["task", "variant", "dev metric", "plain adapter", "difference"])
-    plain = runs[runs["plain"] & (runs["method"] == "houlsby")]
+        return pd.DataFrame(columns=columns)
     keys = ["task", "seed", "config.adapter_size", "config.learning_rate"]
-    merged = variants.merge(plain[keys + ["main_metric_value"]], on=keys, suffixes=("", "_plain"), how="left")
-    return pd.DataFrame(
-        {
-            "task": merged["task"],
-            "variant": merged["config.adapter_variant"],
-            "dev metric": merged["main_metric_value"],
-            "plain adapter": merged["main_metric_value_plain"],
-            "difference": merged["main_metric_value"] - merged["main_metric_value_plain"],
-        }
+    plain = runs[runs["plain"] & (runs["method"] == "houlsby")].drop_duplicates(keys)
+    merged = variants.merge(plain[[*keys, "main_metric_value"]], on=keys, suffixes=("", "_plain"))
+    merged = merged.assign(difference=merged["main_metric_value"] - merged["main_metric_value_plain"])
+    table = merged.groupby(["task", "config.adapter_variant"]).agg(
+        seeds=("seed", "count"),
+        variant=("main_metric_value", "mean"),
+        plain=("main_metric_value_plain", "mean"),
+        difference=("difference", "mean"),
+        sd=("difference", "std"),
     )
+    table = table.reset_index()
+    table.columns = columns
+    return table
 
 
 def learned_nothing_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Runs at the chosen rates that learned nothing (`baselines`): their dev score beside the constant
+    """Reported runs at the chosen rates that learned nothing (`baselines`): their dev score beside the constant
     prediction's."""
     columns = ["task", "label", "seed", "learning rate", "dev score", "constant"]
-    chosen = at_chosen_rates(runs)
+    chosen = reported_at_chosen_rates(runs, labels=None)
     if chosen.empty:
         return pd.DataFrame(columns=columns)
     flagged = flag_runs(chosen)
