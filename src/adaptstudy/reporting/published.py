@@ -51,6 +51,9 @@ HOULSBY_SIZE_MEANS = {8: 86.2, 64: 85.8, 256: 85.7}
 # An independent course reproduction of Houlsby et al. (BERT-base, GLUE dev sets): accuracy on both tasks, CoLA
 # included (not Matthews), for full fine-tuning and adapters.
 HOULSBY_COURSE = "independent course reproduction of Houlsby et al. 2019"
+_HOULSBY_COURSE = dict(
+    paper=HOULSBY_COURSE, source="reported accuracy", backbone="BERT-base", split="dev", metric="accuracy"
+)
 _HOULSBY_COURSE_ROWS = {"mrpc": (85.05, 85.78), "cola": (82.74, 81.78)}  # task -> (full, adapters)
 HOULSBY_NOT_OFFLINE = ("qqp", "mnli-m", "mnli-mm", "qnli")  # no training data in the local mirror
 
@@ -227,16 +230,7 @@ PUBLISHED: list[Published] = [
     ),
     *(Published(**_HOULSBY_SQUAD, method=method, value=value) for method, value in _HOULSBY_SQUAD_ROWS.items()),
     *(
-        Published(
-            paper=HOULSBY_COURSE,
-            source="reported accuracy",
-            backbone="BERT-base",
-            split="dev",
-            task=task,
-            method=method,
-            metric="accuracy",
-            value=value,
-        )
+        Published(**_HOULSBY_COURSE, task=task, method=method, value=value)
         for task, values in _HOULSBY_COURSE_ROWS.items()
         for method, value in zip(("full", "houlsby"), values)
     ),

@@ -1,0 +1,120 @@
+"""Whether the memory allocator costs an fp32 training step anything on this CPU.
+
+torch's CPU tensors come from the C allocator, with no cache of its own: every step allocates and frees its
+activations. Each setting trains the path now (`minilm-l6`, full fine-tuning, fused AdamW, batch 32) on the same
+length-grouped MRPC batches as `fp32_candidates.py`, in its own process, the settings taking turns round by round:
+
+- `glibc`: the defaults;
+- `glibc, no trim or mmap`: `MALLOC_TRIM_THRESHOLD_` and `MALLOC_MMAP_THRESHOLD_` set high, so freed blocks stay in
+  the heap instead of going back to the kernel and faulting in again;
+- `jemalloc`, `tcmalloc`: preloaded (`LD_PRELOAD`), where the system has them (Debian: libjemalloc2,
+  libtcmalloc-minimal4).
+
+Per step: wall time, the process's kernel (system) time and its minor page faults.
+
+    python benchmarks/allocator.py      # about 5 minutes; writes benchmarks/results/allocator.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LIBRARIES = Path("/usr/lib/x86_64-linux-gnu")
+SETTINGS = {
+    "glibc": {},
+    "glibc, no trim or mmap": {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(1 << 30)},
+    "jemalloc": {"LD_PRELOAD": str(LIBRARIES / "libjemalloc.so.2")},
+    "tcmalloc": {"LD_PRELOAD": str(LIBRARIES / "libtcmalloc_minimal.so.4")},
+}
+ROUNDS, STEPS = 2, 12
+
+
+def child() -> dict:
+    """Train `STEPS` timed steps after the warm-up ones; the step times, kernel seconds and faults per step."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from fp32_candidates import VARIANTS, WARMUP, variant
+
+    run = variant("mrpc", *VARIANTS["+ last layer at [CLS]"])
+    times = []
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    for batch in run["data"][WARMUP : WARMUP + STEPS]:
+        start = time.perf_counter()
+        run["step"](batch)
+        times.append(time.perf_counter() - start)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "step_times_s": times,
+        "system_s_per_step": (after.ru_stime - before.ru_stime) / STEPS,
+        "user_s_per_step": (after.ru_utime - before.ru_utime) / STEPS,
+        "minor_faults_per_step": (after.ru_minflt - before.ru_minflt) / STEPS,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "allocator.json")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    if args.child:
+        print(json.dumps(child()))
+        return 0
+    from adaptstudy.runs.records import git_commit, versions
+    from adaptstudy.training.device import machine_description
+
+    available = {
+        name: env for name, env in SETTINGS.items() if "LD_PRELOAD" not in env or Path(env["LD_PRELOAD"]).exists()
+    }
+    measured: dict[str, list[dict]] = {name: [] for name in available}
+    for _ in range(ROUNDS):
+        for name, env in available.items():
+            out = subprocess.run(
+                [sys.executable, __file__, "--child"],
+                env={**os.environ, **env},
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            measured[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    first = None
+    rows = []
+    for name, runs in measured.items():
+        step = statistics.median(t for r in runs for t in r["step_times_s"])
+        first = first or step
+        row = {
+            "allocator": name,
+            "median_step_s": step,
+            "speedup_vs_glibc": first / step,
+            "system_share": statistics.mean(
+                r["system_s_per_step"] / (r["system_s_per_step"] + r["user_s_per_step"]) for r in runs
+            ),
+            "minor_faults_per_step": statistics.mean(r["minor_faults_per_step"] for r in runs),
+        }
+        rows.append(row)
+        print(
+            f"{name:24} {1000 * step:6.0f} ms/step  x{first / step:.2f}  kernel {100 * row['system_share']:4.1f}% "
+            f"of CPU time  {row['minor_faults_per_step']:8.0f} faults/step",
+            flush=True,
+        )
+    result = {
+        "machine": machine_description(),
+        "versions": versions(),
+        "git_commit": git_commit(),
+        "protocol": {"task": "mrpc", "method": "full", "batch_size": 32, "rounds": ROUNDS, "timed_steps": STEPS},
+        "rows": rows,
+    }
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
