@@ -249,8 +249,8 @@ def candidates_table(candidates: dict) -> pd.DataFrame:
     )
 
 
-def candidates_note(candidates: dict) -> str:
-    """What was kept and what was dropped, with the figures of `candidates_table`."""
+def candidates_note(candidates: dict, allocator: dict | None = None) -> str:
+    """What was kept and what was dropped, with the figures of `candidates_table` (and `allocator_note`'s)."""
     if not candidates.get("rows"):
         return "**Not measured yet**: run `python benchmarks/fp32_candidates.py --compile`."
     rows = pd.DataFrame(candidates["rows"]).set_index(["task", "variant"])
@@ -284,10 +284,37 @@ def candidates_note(candidates: dict) -> str:
         "the linear layers, and packed rows would make attention longer and need a mask per row."
     )
     lines.append(
-        "- **Not measured: thread and allocator settings.** Torch already uses both cores (one thread each), and "
-        "no other allocator (jemalloc, tcmalloc) is installed on these machines or required of users."
+        "- **Threads**: one run already uses both cores (torch's two threads); for sweeps, several runs of one thread "
+        "each against one run of two are measured in the last section."
     )
+    lines.append(allocator_note(allocator or {}))
     return "\n".join(lines)
+
+
+ALLOCATOR_GAIN = 1.05  # another allocator must save 5% of a step to be worth asking users to preload it
+
+
+def allocator_note(allocator: dict) -> str:
+    """The allocator line of what was tried (`benchmarks/allocator.py`): each allocator's step against glibc's
+    defaults, and the kernel's share of the step's CPU time, which bounds what any allocator can save."""
+    if not allocator.get("rows"):
+        return "- **Allocator: not measured yet**: run `python benchmarks/allocator.py`."
+    glibc, *others = allocator["rows"]
+    best = max(others, key=lambda r: r["speedup_vs_glibc"])
+    kept = best["speedup_vs_glibc"] >= ALLOCATOR_GAIN
+    verdict = (
+        f"**Kept: {best['allocator']}**, {best['speedup_vs_glibc']:.2f}× glibc"
+        if kept
+        else f"**Dropped: allocator settings** (none saves {100 * (ALLOCATOR_GAIN - 1):.0f}% of a step)"
+    )
+    p = allocator["protocol"]
+    return (
+        f"- {verdict}. {p['task'].upper()}, full fine-tuning, batch {p['batch_size']}, each allocator in its own "
+        f"process, {p['rounds']} rounds of {p['timed_steps']} steps taking turns: "
+        + ", ".join(f"{r['allocator']} {1000 * r['median_step_s']:.0f} ms" for r in allocator["rows"])
+        + f" per step. With glibc's defaults the kernel takes {100 * glibc['system_share']:.1f}% of the step's CPU "
+        f"time ({glibc['minor_faults_per_step']:,.0f} page faults per step): that bounds what an allocator can save."
+    )
 
 
 # Sweeps beyond one process: `benchmarks/parallel_sweep.py`.
