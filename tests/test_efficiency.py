@@ -9,6 +9,7 @@ import pytest
 
 from adaptstudy.reporting.efficiency import (
     PARALLEL_GAIN,
+    allocator_note,
     candidates_note,
     candidates_table,
     load_benchmark,
@@ -112,3 +113,19 @@ def test_the_profiles_and_candidates_read_as_the_page_shows_them():
     note = candidates_note(candidates)
     assert "**Dropped: `torch.compile`**" in note and candidates["machine"]["cpu"] in note
     assert "Not measured yet" in candidates_note({})
+
+
+def test_the_allocator_line_keeps_another_allocator_only_where_it_saves_five_percent():
+    protocol = {"task": "mrpc", "batch_size": 32, "rounds": 2, "timed_steps": 12}
+    glibc = {"allocator": "glibc", "median_step_s": 1.0, "speedup_vs_glibc": 1.0, "system_share": 0.012}
+    jemalloc = {"allocator": "jemalloc", "median_step_s": 0.98, "speedup_vs_glibc": 1.02, "system_share": 0.01}
+    rows = [{**glibc, "minor_faults_per_step": 2863.0}, {**jemalloc, "minor_faults_per_step": 10.0}]
+    note = allocator_note({"rows": rows, "protocol": protocol})
+    assert note.startswith("- **Dropped: allocator settings** (none saves 5% of a step). MRPC, full fine-tuning")
+    assert "glibc 1000 ms, jemalloc 980 ms per step" in note
+    assert note.endswith(
+        "takes 1.2% of the step's CPU time (2,863 page faults per step): that bounds what an allocator can save."
+    )
+    rows[1].update(speedup_vs_glibc=1.06)
+    assert allocator_note({"rows": rows, "protocol": protocol}).startswith("- **Kept: jemalloc**, 1.06× glibc")
+    assert "not measured yet" in allocator_note(load_benchmark("/nonexistent/allocator.json"))
