@@ -12,6 +12,7 @@ from adaptstudy.reporting.efficiency import (
     allocator_note,
     candidates_note,
     candidates_table,
+    efficiency_table,
     load_benchmark,
     load_benchmarks,
     machine_kind,
@@ -129,3 +130,15 @@ def test_the_allocator_line_keeps_another_allocator_only_where_it_saves_five_per
     rows[1].update(speedup_vs_glibc=1.06)
     assert allocator_note({"rows": rows, "protocol": protocol}).startswith("- **Kept: jemalloc**, 1.06× glibc")
     assert "not measured yet" in allocator_note(load_benchmark("/nonexistent/allocator.json"))
+
+
+def test_the_committed_avx2_run_shows_no_bf16_utilization_and_says_which_targets_it_met():
+    """On AVX2 bf16 is emulated (about 1 GFLOP/s): utilization of that 'peak' would read thousands of percent."""
+    fp32 = json.loads((RESULTS / "throughput-avx2-fp32.json").read_text())
+    assert not fp32["quick"] and fp32["machine"]["native_bf16"] is False
+    assert "MFU % (bf16 peak)" not in efficiency_table(fp32)
+    assert "MFU % (bf16 peak)" in efficiency_table(json.loads((RESULTS / "throughput-avx512-bf16.json").read_text()))
+    table = targets(fp32)
+    assert not table["measured"].str.contains("bf16").any() and set(table["met"]) <= {"yes", "no"}
+    speed = table[table["target"].str.startswith("≥")].set_index("workload")["measured"]
+    assert speed.str.rstrip("×").astype(float).min() >= 3.0  # every row's speed-up, as committed
