@@ -1,8 +1,9 @@
-"""Whether the memory allocator costs an fp32 training step anything on this CPU.
+"""What the memory allocator costs an fp32 training step on this CPU, in time and in resident memory.
 
 torch's CPU tensors come from the C allocator, with no cache of its own: every step allocates and frees its
-activations. Each setting trains the path now (`minilm-l6`, full fine-tuning, fused AdamW, batch 32) on the same
-length-grouped MRPC batches as `fp32_candidates.py`, in its own process, the settings taking turns round by round:
+activations, and length-grouped batches change their shapes from step to step. Each setting trains the path now
+(`minilm-l6`, full fine-tuning, fused AdamW, batch 32) on the same length-grouped MRPC batches as
+`fp32_candidates.py` (two passes), in its own process, the settings taking turns round by round:
 
 - `glibc`: the defaults;
 - `glibc, no trim or mmap`: `MALLOC_TRIM_THRESHOLD_` and `MALLOC_MMAP_THRESHOLD_` set high, so freed blocks stay in
@@ -10,9 +11,12 @@ length-grouped MRPC batches as `fp32_candidates.py`, in its own process, the set
 - `jemalloc`, `tcmalloc`: preloaded (`LD_PRELOAD`), where the system has them (Debian: libjemalloc2,
   libtcmalloc-minimal4).
 
-Per step: wall time, the process's kernel (system) time and its minor page faults.
+Per step: wall time, the process's kernel (system) time and its minor page faults; per process: the peak resident
+memory above what it held before training. This VM's speed drifts by up to 1.4x between minutes, more than the
+allocators differ, so speed is compared within a round (each setting's median step over glibc's in the same round)
+and reported as the median of those ratios over the rounds, with their range.
 
-    python benchmarks/allocator.py      # about 5 minutes; writes benchmarks/results/allocator.json
+    python benchmarks/allocator.py      # about 12 minutes; writes benchmarks/results/allocator.json
 """
 
 from __future__ import annotations
@@ -34,27 +38,36 @@ SETTINGS = {
     "jemalloc": {"LD_PRELOAD": str(LIBRARIES / "libjemalloc.so.2")},
     "tcmalloc": {"LD_PRELOAD": str(LIBRARIES / "libtcmalloc_minimal.so.4")},
 }
-ROUNDS, STEPS = 2, 12
+ROUNDS, PASSES = 5, 2
 
 
 def child() -> dict:
-    """Train `STEPS` timed steps after the warm-up ones; the step times, kernel seconds and faults per step."""
+    """Train `PASSES` passes over the batches after the warm-up steps; the step times, kernel seconds and faults
+    per step, and the peak resident memory above the memory held before the first step (MB)."""
+    import psutil
+
     sys.path.insert(0, str(Path(__file__).parent))
     from fp32_candidates import VARIANTS, WARMUP, variant
 
     run = variant("mrpc", *VARIANTS["+ last layer at [CLS]"])
+    held = psutil.Process().memory_info().rss
+    batches = run["data"][WARMUP:] + run["data"] * (PASSES - 1)
+    for batch in run["data"][:WARMUP]:
+        run["step"](batch)
     times = []
     before = resource.getrusage(resource.RUSAGE_SELF)
-    for batch in run["data"][WARMUP : WARMUP + STEPS]:
+    for batch in batches:
         start = time.perf_counter()
         run["step"](batch)
         times.append(time.perf_counter() - start)
     after = resource.getrusage(resource.RUSAGE_SELF)
+    steps = len(batches)
     return {
         "step_times_s": times,
-        "system_s_per_step": (after.ru_stime - before.ru_stime) / STEPS,
-        "user_s_per_step": (after.ru_utime - before.ru_utime) / STEPS,
-        "minor_faults_per_step": (after.ru_minflt - before.ru_minflt) / STEPS,
+        "system_s_per_step": (after.ru_stime - before.ru_stime) / steps,
+        "user_s_per_step": (after.ru_utime - before.ru_utime) / steps,
+        "minor_faults_per_step": (after.ru_minflt - before.ru_minflt) / steps,
+        "peak_rss_added_mb": (after.ru_maxrss * 1024 - held) / 2**20,
     }
 
 
@@ -84,15 +97,17 @@ def main(argv=None) -> int:
                 check=True,
             )
             measured[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    first = None
+    per_round = {name: [statistics.median(r["step_times_s"]) for r in runs] for name, runs in measured.items()}
     rows = []
     for name, runs in measured.items():
-        step = statistics.median(t for r in runs for t in r["step_times_s"])
-        first = first or step
+        ratios = [g / s for g, s in zip(per_round["glibc"], per_round[name])]
         row = {
             "allocator": name,
-            "median_step_s": step,
-            "speedup_vs_glibc": first / step,
+            "median_step_s": statistics.median(per_round[name]),
+            "round_median_steps_s": per_round[name],
+            "speedup_vs_glibc": statistics.median(ratios),
+            "speedup_range": [min(ratios), max(ratios)],
+            "peak_rss_added_mb": statistics.median(r["peak_rss_added_mb"] for r in runs),
             "system_share": statistics.mean(
                 r["system_s_per_step"] / (r["system_s_per_step"] + r["user_s_per_step"]) for r in runs
             ),
@@ -100,15 +115,22 @@ def main(argv=None) -> int:
         }
         rows.append(row)
         print(
-            f"{name:24} {1000 * step:6.0f} ms/step  x{first / step:.2f}  kernel {100 * row['system_share']:4.1f}% "
-            f"of CPU time  {row['minor_faults_per_step']:8.0f} faults/step",
+            f"{name:24} {1000 * row['median_step_s']:6.0f} ms/step  x{row['speedup_vs_glibc']:.2f} "
+            f"({row['speedup_range'][0]:.2f}-{row['speedup_range'][1]:.2f})  +{row['peak_rss_added_mb']:5.0f} MB  "
+            f"kernel {100 * row['system_share']:4.1f}% of CPU time  {row['minor_faults_per_step']:8.0f} faults/step",
             flush=True,
         )
     result = {
         "machine": machine_description(),
         "versions": versions(),
         "git_commit": git_commit(),
-        "protocol": {"task": "mrpc", "method": "full", "batch_size": 32, "rounds": ROUNDS, "timed_steps": STEPS},
+        "protocol": {
+            "task": "mrpc",
+            "method": "full",
+            "batch_size": 32,
+            "rounds": ROUNDS,
+            "timed_steps": len(measured["glibc"][0]["step_times_s"]),
+        },
         "rows": rows,
     }
     args.out.write_text(json.dumps(result, indent=2) + "\n")

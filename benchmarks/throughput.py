@@ -1,8 +1,10 @@
 """Throughput of our training paths against the stock recipes, and against this machine's limit.
 
-One process, one run: for each row the stock recipe and our path train the same backbone, task,
+One command, one run: for each row the stock recipe and our path train the same backbone, task,
 method, batch size and number of steps, on real data from the mirror; classification rows alternate
 the two paths seed by seed (stock, ours, stock, ...) so that the VM's speed drifts fall on both.
+Every training runs in a process of its own: stock as a plain `python` does (glibc's malloc), ours as
+`python -m adaptstudy.sweep` does (under tcmalloc where the system has it: `adaptstudy.launch.allocator`).
 
 - Classification (SST-2, MRPC; `full`, `houlsby`): stock = `Trainer`/`AdapterTrainer` with every
   example padded to 128 tokens, as the `adapters` GLUE example does; ours = `adaptstudy.training.finetune.finetune`.
@@ -14,8 +16,7 @@ the two paths seed by seed (stock, ours, stock, ...) so that the VM's speed drif
 
 Throughput is the median over timed steps (after warm-up steps); useful tokens are non-pad tokens.
 Peak memory is the highest RSS sampled while a path runs (loading its data and model, training,
-evaluating) above the RSS when it started (after garbage collection and returning freed memory to
-the OS), so rows do not inherit earlier rows' memory.
+evaluating) above the RSS of its process when it started (after the imports).
 
     python benchmarks/throughput.py --quick   # a few minutes: step times only
     python benchmarks/throughput.py           # + the dev metric over 3 seeds (1 h on AVX512-BF16, 2 h on AVX2)
@@ -31,6 +32,7 @@ import gc
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -54,6 +56,7 @@ from transformers.utils import logging as hf_logging
 
 from adaptstudy.data import load_task, resolve_task
 from adaptstudy.data.encoding import pack_texts
+from adaptstudy.launch.allocator import preload_env
 from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.models.fast_dropout import use_fast_dropout
 from adaptstudy.models.methods import METHODS
@@ -81,11 +84,6 @@ class StepTimer(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         self.times.append(time.perf_counter() - self._start)
-
-    @staticmethod
-    def pooled(timers: list[StepTimer], warmup: int) -> list[float]:
-        """Every run's step times after its own warm-up steps."""
-        return [t for timer in timers for t in timer.times[warmup:]]
 
 
 class PeakRSS:
@@ -244,10 +242,11 @@ def imdb_texts(n: int) -> list[str]:
         return [json.loads(line)["text"] for _, line in zip(range(n), f)]
 
 
-def stock_mlm(texts, max_len, steps, batch_size):
+def stock_mlm(n_texts, max_len, steps, batch_size):
     """BertForMaskedLM + DataCollatorForLanguageModeling: one review per row, logits everywhere."""
     from datasets import Dataset
 
+    texts = imdb_texts(n_texts)
     timer = StepTimer()
     with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
         tok = load_tokenizer(BACKBONE)
@@ -263,12 +262,13 @@ def stock_mlm(texts, max_len, steps, batch_size):
             callbacks=[timer],
         ).train()
     useful_per_row = float(np.mean([len(x) for x in ds["input_ids"]]))
-    return timer, mem.added_mb, useful_per_row, model
+    return timer, mem.added_mb, None, useful_per_row
 
 
-def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTENTION_DROPOUT, precision="auto"):
+def ours_mlm(n_texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTENTION_DROPOUT, precision="auto"):
     """Our pretraining path (`adaptstudy.models.mlm`, mode full): packed rows, the last layer and the logits at
     masked positions only, bf16 autocast where native; on a CPU fast dropout (the training core adds it)."""
+    texts = imdb_texts(n_texts)
     timer = StepTimer()
     with tempfile.TemporaryDirectory() as scratch, PeakRSS() as mem:
         tok = load_tokenizer(BACKBONE)
@@ -290,7 +290,37 @@ def ours_mlm(texts, max_len, steps, batch_size, attention_dropout=PRETRAIN_ATTEN
             ),
             data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15),
         ).train()
-    return timer, mem.added_mb, float(max_len), model.mlm
+    return timer, mem.added_mb, None, float(max_len)
+
+
+# Each run starts its own process, so that none inherits another's heap. Ours runs as the sweep runs it: under
+# tcmalloc where the system has it (`adaptstudy.launch.allocator`); stock as a plain `python` does.
+PATH_ENV = {
+    "stock": {**os.environ, "LD_PRELOAD": "", "ADAPTSTUDY_ALLOCATOR": "system"},
+    "ours": preload_env(os.environ),
+}
+
+
+def in_own_process(path: str, fn: str, *args, **kw) -> dict:
+    """`fn(*args, **kw)` of this script in a new process with `path`'s environment: its step times, peak memory
+    added (MB), dev metric and useful tokens per example."""
+    job = json.dumps({"fn": fn, "args": args, "kw": kw})
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", job], env=PATH_ENV[path], capture_output=True, text=True
+    )
+    if done.returncode:
+        raise RuntimeError(f"{fn}{args} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def child(job: str) -> dict:
+    job = json.loads(job)
+    timer, peak_mb, metric, useful = globals()[job["fn"]](*job["args"], **job["kw"])
+    return {"step_times": timer.times, "peak_mb": peak_mb, "metric": metric, "useful": useful}
+
+
+def _allocator(env: dict) -> str:
+    return "tcmalloc" if "tcmalloc" in env.get("LD_PRELOAD", "") else "glibc"
 
 
 def _autocast(precision: str) -> str:
@@ -325,6 +355,7 @@ def run(quick: bool, precision: str) -> dict:
         "quick": quick,
         "rows": [],
         "precision": {"stock": "fp32", "ours": _autocast(used)},
+        "allocator": {path: _allocator(env) for path, env in PATH_ENV.items()},
     }
     batch = 32
     sizes = {"sst2": 256 if quick else 4000, "mrpc": 256 if quick else None}
@@ -333,32 +364,34 @@ def run(quick: bool, precision: str) -> dict:
         for method in ("full", "houlsby"):
             evaluate = not quick
             peaks32.append(matmul_peak(torch.float32, reps=reps))
-            paths = {"stock": (stock_classification, {}), "ours": (ours_classification, {"precision": precision})}
+            paths = {"stock": ("stock_classification", {}), "ours": ("ours_classification", {"precision": precision})}
             # seed by seed, stock then ours: a slow spell of this VM falls on both paths rather than on one
             by_path = {path: [] for path in paths}
             for seed in seeds:
                 for path, (fn, kw) in paths.items():
-                    by_path[path].append(fn(task, method, sizes[task], batch, evaluate, seed, **kw))
+                    by_path[path].append(
+                        in_own_process(path, fn, task, method, sizes[task], batch, evaluate, seed, **kw)
+                    )
             results = {}
             for path, runs in by_path.items():
-                steps = StepTimer.pooled([r[0] for r in runs], warmup)
-                metrics = [r[2] for r in runs] if evaluate else None
-                results[path] = (steps, max(r[1] for r in runs), metrics, runs[0][3])
+                steps = [t for r in runs for t in r["step_times"][warmup:]]
+                metrics = [r["metric"] for r in runs] if evaluate else None
+                results[path] = (steps, max(r["peak_mb"] for r in runs), metrics, runs[0]["useful"])
             model = _model_for_flops(task, method)
             _add_rows(out, f"{task}/{method}", results, batch, model, warmup)
     max_len, mlm_batch, steps = 256, 16, (8 if quick else 25)
-    texts = imdb_texts(800 if quick else 2000)
+    texts = (800 if quick else 2000, max_len, steps, mlm_batch)
     results = {}
     peaks32.append(matmul_peak(torch.float32, reps=reps))
     variants = (
-        ("stock", stock_mlm, {}),
-        ("ours", ours_mlm, {}),
-        ("ours, attention dropout 0.1", ours_mlm, {"attention_dropout": 0.1}),
+        ("stock", "stock", "stock_mlm", {}),
+        ("ours", "ours", "ours_mlm", {"precision": precision}),
+        ("ours, attention dropout 0.1", "ours", "ours_mlm", {"attention_dropout": 0.1, "precision": precision}),
     )
-    for path, fn, kw in variants:
-        kw = {**kw, "precision": precision} if path != "stock" else kw
-        timer, peak_mb, useful, model = fn(texts, max_len, steps, mlm_batch, **kw)
-        results[path] = (timer.times[warmup:], peak_mb, None, useful)
+    for name, path, fn, kw in variants:
+        r = in_own_process(path, fn, *texts, **kw)
+        results[name] = (r["step_times"][warmup:], r["peak_mb"], None, r["useful"])
+    model = load_mlm(BACKBONE).mlm
     _add_rows(out, "mlm/imdb", results, mlm_batch, model, warmup, mlm=True)
     peaks32.append(matmul_peak(torch.float32, reps=reps))
     # The machine's fp32 peak is the best of its measurements through the run (this VM's matmul speed varies
@@ -430,8 +463,12 @@ def main(argv=None) -> int:
         "AVX2 machine on an AVX512 one",
     )
     parser.add_argument("--out", type=Path, help="JSON path (default: benchmarks/results/throughput-<machine>.json)")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    if args.child:
+        print(json.dumps(child(args.child)))
+        return 0
     start = time.perf_counter()
     result = run(args.quick, args.precision)
     result["wall_s"] = time.perf_counter() - start

@@ -13,9 +13,11 @@ from test_sweep import records, sweep_process, wait_for, write_grid
 
 from adaptstudy.common.files import LOCKS
 from adaptstudy.launch import sweep as sw
+from adaptstudy.launch.allocator import tcmalloc_library
 from adaptstudy.runs.base import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
+ALLOCATOR = "tcmalloc" if tcmalloc_library() and os.environ.get("ADAPTSTUDY_ALLOCATOR") != "system" else "system"
 LONG_CELLS = {"method": "houlsby", "adapter_size": 8, "max_train_examples": 96, "batch_size": 8}
 LONG_CELLS |= {"checkpoint_every_s": 0}  # 12 steps, a checkpoint after each
 
@@ -62,6 +64,8 @@ def test_two_ray_workers_write_the_records_the_in_process_run_writes(tmp_path, d
     assert set(done) == set(reference) == {c.run_id for c in sw.plan(grid, there).cells}
     for run_id, record in done.items():
         assert record["status"] == "ok" and record["torch_threads"] == reference[run_id]["torch_threads"] == 1
+        # the command restarted itself under tcmalloc where installed, and Ray's workers inherited it
+        assert record["machine"]["allocator"] == reference[run_id]["machine"]["allocator"] == ALLOCATOR
         assert record["metrics"] == reference[run_id]["metrics"]
         assert record["train_loss"] == pytest.approx(reference[run_id]["train_loss"], rel=1e-6)
         assert record["predictions"] == reference[run_id]["predictions"]

@@ -41,6 +41,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adaptstudy.common.files import TMP_PREFIX
+from adaptstudy.launch.allocator import reexec_with_allocator
 from adaptstudy.launch.cells import CHECKPOINTS, DESCRIBED, Cell, attempt, describe, describe_values, ok_record
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
@@ -277,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(p.table().to_string(index=False))
         return 0
+    if argv is None:  # from the command line: start over under tcmalloc where the system has it
+        reexec_with_allocator("adaptstudy.sweep", sys.argv[1:])
     try:
         run(p, workers=args.workers, ray_address=args.ray_address, threads=args.threads)
     except KeyboardInterrupt:

@@ -177,6 +177,12 @@ def machine_note(benchmark: dict) -> str:
     if "missing" in benchmark:
         return f"**Not measured yet**: run `python benchmarks/throughput.py` to write `{benchmark['missing']}`."
     m, precision = benchmark["machine"], benchmark.get("precision", {})
+    allocator = benchmark.get("allocator", {})
+    processes = (
+        f" Each training in its own process; memory allocator: stock {allocator['stock']}, ours {allocator['ours']}."
+        if allocator
+        else " Both paths in one process, glibc's allocator."
+    )
     limits = m.get("isa_limits") or {}
     approximated = (
         " **An approximation of this machine kind** on a faster one, with "
@@ -191,8 +197,9 @@ def machine_note(benchmark: dict) -> str:
         f"CPU capability {m['cpu_capability']}, native bf16: {'yes' if m.get('native_bf16') else 'no'}): "
         f"matmul peak {m['matmul_fp32_flops'] / 1e9:.0f} GFLOP/s in fp32, "
         f"{m['matmul_bf16_flops'] / 1e9:.0f} GFLOP/s in bf16. "
-        f"Stock recipe in {precision.get('stock', 'fp32')}, ours in {precision.get('ours', 'fp32')}. "
-        f"Torch {benchmark['versions']['torch']}, transformers {benchmark['versions']['transformers']}; "
+        f"Stock recipe in {precision.get('stock', 'fp32')}, ours in {precision.get('ours', 'fp32')}."
+        + processes
+        + f" Torch {benchmark['versions']['torch']}, transformers {benchmark['versions']['transformers']}; "
         f"the whole benchmark took {benchmark.get('wall_s', float('nan')) / 60:.0f} minutes."
         + (" Quick run: step times only, no dev metric." if benchmark.get("quick") else "")
         + approximated
@@ -301,29 +308,43 @@ def candidates_note(candidates: dict, allocator: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-ALLOCATOR_GAIN = 1.05  # another allocator must save 5% of a step to be worth asking users to preload it
+ALLOCATOR_GAIN = 1.05  # worth preloading if 5% faster in every round,
+ALLOCATOR_MEMORY = 0.8  # or at most 80% of glibc's peak memory at glibc's speed (the median ratio within 3%)
 
 
 def allocator_note(allocator: dict) -> str:
-    """The allocator line of what was tried (`benchmarks/allocator.py`): each allocator's step against glibc's
-    defaults, and the kernel's share of the step's CPU time, which bounds what any allocator can save."""
+    """The allocator line of what was tried (`benchmarks/allocator.py`): tcmalloc, which the sweep preloads, kept or
+    dropped by the rule above; every setting's step and peak memory against glibc's defaults."""
     if not allocator.get("rows"):
         return "- **Allocator: not measured yet**: run `python benchmarks/allocator.py`."
-    glibc, *others = allocator["rows"]
-    best = max(others, key=lambda r: r["speedup_vs_glibc"])
-    kept = best["speedup_vs_glibc"] >= ALLOCATOR_GAIN
-    verdict = (
-        f"**Kept: {best['allocator']}**, {best['speedup_vs_glibc']:.2f}× glibc"
-        if kept
-        else f"**Dropped: allocator settings** (none saves {100 * (ALLOCATOR_GAIN - 1):.0f}% of a step)"
-    )
+    rows = {r["allocator"]: r for r in allocator["rows"]}
+    glibc, tc = rows["glibc"], rows.get("tcmalloc")
+    faster = tc and tc["speedup_range"][0] >= ALLOCATOR_GAIN
+    leaner = tc and tc["peak_rss_added_mb"] <= ALLOCATOR_MEMORY * glibc["peak_rss_added_mb"]
+    leaner = leaner and tc["speedup_vs_glibc"] >= 0.97
+    if faster or leaner:
+        verdict = (
+            f"**Kept: tcmalloc**, which `python -m adaptstudy.sweep` preloads where the system has it "
+            f"(`ADAPTSTUDY_ALLOCATOR=system` turns it off): peak memory +{tc['peak_rss_added_mb']:.0f} MB against "
+            f"glibc's +{glibc['peak_rss_added_mb']:.0f} MB, speed {tc['speedup_vs_glibc']:.2f}× glibc "
+            f"({tc['speedup_range'][0]:.2f}–{tc['speedup_range'][1]:.2f} over the rounds)"
+        )
+    else:
+        verdict = (
+            f"**Dropped: tcmalloc** (neither {100 * (ALLOCATOR_GAIN - 1):.0f}% faster in every round nor "
+            f"{100 * (1 - ALLOCATOR_MEMORY):.0f}% less peak memory at glibc's speed)"
+        )
     p = allocator["protocol"]
     return (
         f"- {verdict}. {p['task'].upper()}, full fine-tuning, batch {p['batch_size']}, each allocator in its own "
-        f"process, {p['rounds']} rounds of {p['timed_steps']} steps taking turns: "
-        + ", ".join(f"{r['allocator']} {1000 * r['median_step_s']:.0f} ms" for r in allocator["rows"])
-        + f" per step. With glibc's defaults the kernel takes {100 * glibc['system_share']:.1f}% of the step's CPU "
-        f"time ({glibc['minor_faults_per_step']:,.0f} page faults per step): that bounds what an allocator can save."
+        f"process, {p['rounds']} rounds of {p['timed_steps']} steps taking turns (speed compared within a round): "
+        + ", ".join(
+            f"{r['allocator']} {1000 * r['median_step_s']:.0f} ms (×{r['speedup_vs_glibc']:.2f}), "
+            f"+{r['peak_rss_added_mb']:.0f} MB"
+            for r in allocator["rows"]
+        )
+        + f". With glibc's defaults the kernel takes {100 * glibc['system_share']:.1f}% of the step's CPU "
+        f"time ({glibc['minor_faults_per_step']:,.0f} page faults per step)."
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
 from typing import Any, get_args
 
 import torch
@@ -67,7 +68,17 @@ def machine_description() -> dict[str, Any]:
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "native_bf16": native_bf16(),
         "precision": resolve_precision("auto"),
+        "allocator": allocator_in_use(),
     }
+
+
+def allocator_in_use() -> str:
+    """ "tcmalloc" or "jemalloc" when one is loaded into this process (`adaptstudy.launch.allocator`), else "system"."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:
+        return "system"
+    return next((name for name in ("tcmalloc", "jemalloc") if f"lib{name}" in maps), "system")
 
 
 def native_bf16() -> bool:
