@@ -13,6 +13,14 @@ def test_general_corpus_is_plain_text_without_brown_tags(data_dir):
     assert not any("/at " in d or "/nn " in d for d in corpus.documents[:500])
 
 
+def test_the_neutral_corpus_is_brown_without_news_or_reviews(data_dir):
+    neutral, general, news = (load_corpus(c, data_dir).documents for c in ("neutral", "general", "news"))
+    assert set(neutral) < set(general) and not set(neutral) & set(news)
+    assert neutral[0].startswith("As a result , although we still make use of this distinction")  # cd01, religion
+    assert not any(d.startswith("The Fulton County Grand Jury") for d in neutral)  # ca01, press reportage
+    assert 900_000 < load_corpus("neutral", data_dir).words < 1_000_000
+
+
 def test_reviews_corpus_leaves_out_what_helpfulness_evaluates_on(data_dir):
     everything = load_corpus("reviews", data_dir)
     clean = load_corpus("reviews", data_dir, exclude_eval_of=["helpfulness"])
@@ -32,5 +40,5 @@ def test_task_corpus_is_the_training_texts(data_dir):
 
 
 def test_unknown_corpus_lists_valid_names():
-    with pytest.raises(Exception, match=r"unknown corpus 'review'.*valid: general, news, reviews"):
+    with pytest.raises(Exception, match=r"unknown corpus 'review'.*valid: general, neutral, news, reviews"):
         CORPORA.get("review")

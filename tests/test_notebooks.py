@@ -440,14 +440,22 @@ def test_dsp_smoke_grid_runs_each_pretraining_once_and_the_chapter_reads_every_c
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
     results = tmp_path / "dsp"
     done = sweep.run(sweep.plan(ROOT / "params/smoke/dsp.yaml", results))
-    assert done.counts()["ok"] == 8, done.table()
+    assert done.counts()["ok"] == 9, done.table()
     pretraining = read_records(tmp_path / "dsp_pretrain")
     assert sorted(r["task"] for r in pretraining) == sorted(
-        ["mlm:general", "mlm:reviews", "mlm:news", "mlm:task:helpfulness", "mlm:task:helpfulness", "mlm:reviews"]
+        [
+            "mlm:general",
+            "mlm:neutral",
+            "mlm:reviews",
+            "mlm:news",
+            "mlm:task:helpfulness",
+            "mlm:task:helpfulness",
+            "mlm:reviews",
+        ]
     )
     assert all(r["excluded_eval_documents"] > 0 for r in pretraining if r["task"] == "mlm:reviews")
     runs = dr.label_runs(load_runs(results))
-    assert set(runs["condition"]) == {"baseline", "dapt", "not-dapt", "tapt", "dapt+tapt"}
+    assert set(runs["condition"]) == {"baseline", "control", "dapt", "not-dapt", "tapt", "dapt+tapt"}
     assert set(runs["adaptation"]) == {
         "full model",
         "pfeiffer adapter",

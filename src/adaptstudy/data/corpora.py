@@ -44,10 +44,14 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-def _brown(root: Path) -> list[str]:
-    """Brown corpus paragraphs with the part-of-speech tags taken off (`The/at jury/nn` -> `The jury`)."""
+BROWN_PRESS = "abc"  # Brown's categories A-C: press reportage, editorials and reviews
+
+
+def _brown(root: Path, categories: str = "a-r") -> list[str]:
+    """Brown corpus paragraphs with the part-of-speech tags taken off (`The/at jury/nn` -> `The jury`), from the
+    files of `categories` (a character class of Brown's category letters)."""
     docs = []
-    for path in sorted((root / "nltk" / "brown").glob("c[a-r][0-9][0-9]")):
+    for path in sorted((root / "nltk" / "brown").glob(f"c[{categories}][0-9][0-9]")):
         for paragraph in re.split(r"\n\s*\n", path.read_text(encoding="utf-8")):
             words = [w.rsplit("/", 1)[0] for w in paragraph.split()]
             if words:
@@ -116,6 +120,14 @@ for _c in (
         "and NLTK's product reviews (Hu & Liu)",
         ("amazon_blitzer", "nltk/product_reviews_1", "nltk/product_reviews_2"),
         lambda root: _blitzer(root) + _product_reviews(root),
+    ),
+    Corpus(
+        "neutral",
+        "general",
+        "NLTK brown without its press categories (A-C: reportage, editorials, reviews): general text from neither "
+        "DAPT domain, for the matched control (continued MLM on text of no task's domain)",
+        ("nltk/brown",),
+        lambda root: _brown(root, "d-r"),
     ),
     Corpus(
         "news",

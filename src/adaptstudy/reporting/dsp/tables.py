@@ -4,7 +4,8 @@ adapters.
 Fine-tuning records (study `dsp`) name their starting point by the settings of the pretraining run that
 made it (`init_from`, nested for chains), so each run's condition is read off that chain:
 the warmed MLM head alone is the baseline; a domain corpus on top is DAPT (the task's own domain) or
-¬DAPT (another domain); the task's training texts on top are TAPT, and on top of DAPT, DAPT+TAPT.
+¬DAPT (another domain); the task's training texts on top are TAPT, and on top of DAPT, DAPT+TAPT; the `neutral`
+corpus (general text of neither domain) on top, for as many steps as the domain's DAPT, is DAPT's matched control.
 Pretraining records (study `dsp_pretrain`) give the perplexities and the costs. Every function takes the runs of
 `load_runs`: fine-tuning runs labelled by `label_runs`, pretraining runs by `label_pretraining`.
 """
@@ -29,6 +30,8 @@ from adaptstudy.reporting.published import (
 )
 
 CORPUS_DOMAIN = {"reviews": "Reviews", "news": "News"}  # our DAPT corpora and the paper's domain names
+CONTROL_CORPUS = "neutral"
+CONDITIONS = ("baseline", "control", *DSP_CONDITIONS[1:])  # the paper's, and DAPT's matched control (ours only)
 WARM_UP = ("general", "head")
 COST_COLUMNS = {  # a pretraining record's column -> the cost table's
     "corpus": "corpus",
@@ -59,7 +62,8 @@ def chain(init_from: Any) -> list[tuple[str, str]]:
 
 
 def condition(task: str, steps: list[tuple[str, str]]) -> str | None:
-    """baseline / dapt / not-dapt / tapt / dapt+tapt for a chain that starts from the warmed head, else None."""
+    """baseline / control / dapt / not-dapt / tapt / dapt+tapt for a chain that starts from the warmed head, else
+    None."""
     if not steps or steps[-1] != WARM_UP:
         return None
     adaptive = [corpus for corpus, _ in steps[:-1]][::-1]  # oldest first
@@ -67,10 +71,12 @@ def condition(task: str, steps: list[tuple[str, str]]) -> str | None:
     for corpus in adaptive:
         if corpus.startswith("task:"):
             names.append("tapt")
+        elif corpus == CONTROL_CORPUS:
+            names.append("control")
         else:
             names.append("dapt" if CORPUS_DOMAIN.get(corpus) == DSP_DOMAINS.get(task) else "not-dapt")
     label = "+".join(names) or "baseline"
-    return label if label in DSP_CONDITIONS else None
+    return label if label in CONDITIONS else None
 
 
 def adaptation(method: str, steps: list[tuple[str, str]], adapter_use: str | None) -> tuple[str, str]:
@@ -136,7 +142,7 @@ def main_table(runs: pd.DataFrame) -> pd.DataFrame:
         paper = {
             c: f"{published[(task, c)]:.1f}" + (f" ({DSP_STD[(task, c)]:.1f})" if (task, c) in DSP_STD else "")
             for c in DSP_CONDITIONS
-        }
+        }  # the paper has no control: its cell reads '–'
         rows.append({"task": task, "domain": DSP_DOMAINS[task], "model": "paper: RoBERTa-base", **paper})
         if task in DSP_NOT_OFFLINE:  # the paper's row alone (`TABLE_NOTE`)
             continue
@@ -151,19 +157,21 @@ def main_table(runs: pd.DataFrame) -> pd.DataFrame:
                     cells = pd.concat([base, cells])
                 row = {
                     c: flagged(mean_sd(here["score"]), int(here["learned_nothing"].sum()))
-                    for c in DSP_CONDITIONS
+                    for c in CONDITIONS
                     for here in [cells[cells["condition"] == c]]
                 }
                 row["constant"] = f"{cells['constant'].iloc[0]:.1f}"
                 scored = "/".join(sorted(set(cells["scored_as"]) - {DSP_METRICS[task]}))
                 note = f" [{scored}]" if scored else ""
                 rows.append({"task": task, "domain": DSP_DOMAINS[task], "model": f"ours: {variant}{note}", **row})
-    return pd.DataFrame(rows, columns=["task", "domain", "model", *DSP_CONDITIONS, "constant"]).fillna("–")
+    return pd.DataFrame(rows, columns=["task", "domain", "model", *CONDITIONS, "constant"]).fillna("–")
 
 
 TABLE_NOTE = (
     f"{', '.join(t.upper() for t in DSP_NOT_OFFLINE)}: not in the mirror (the paper's row only). DAPT and DAPT+TAPT "
-    "of the BioMed and CS tasks read '–': no domain corpus offline. *Constant*: the constant prediction's score on "
+    "of the BioMed and CS tasks read '–': no domain corpus offline. *Control* (ours only; the paper has none): "
+    "continued masked-LM training on neutral text (Brown without its press categories) with the steps, rate and "
+    "batch of the task's DAPT. *Constant*: the constant prediction's score on "
     "our dev split, in the metric of the row. *[accuracy]*: runs made before IMDb recorded macro-F1, the paper's "
     f"metric, show accuracy. {FLAG_NOTE}"
 )
