@@ -63,10 +63,12 @@ reproduce-houlsby: setup
 	test -f params/cpu/houlsby_report.yaml || { $(BIN)/python -m adaptstudy.reporting.houlsby.plan > /tmp/houlsby_report.yaml && mv /tmp/houlsby_report.yaml params/cpu/houlsby_report.yaml; }
 	$(BIN)/python -m adaptstudy.sweep params/cpu/houlsby_report.yaml --workers 2 --threads 1
 
-# The IMDb chapter at CPU scale (resumable): stage 1 (learning rates) first, then the grids at the chosen rates.
-PEFT_GRIDS := params/cpu/peft_imdb_lr.yaml $(filter-out params/cpu/peft_imdb_lr.yaml,$(sort $(wildcard params/cpu/peft_imdb*.yaml)))
+# The IMDb chapter at CPU scale (resumable), as the Houlsby chapter: stage 1 chooses each method's rate on seed 0
+# and the selection split; stage 2's grid is generated from its records (delete the committed one to regenerate).
 reproduce-peft: setup
-	for g in $(PEFT_GRIDS); do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
+	$(BIN)/python -m adaptstudy.sweep params/cpu/peft_imdb_select.yaml --workers 2 --threads 1
+	test -f params/cpu/peft_imdb_report.yaml || { $(BIN)/python -m adaptstudy.reporting.peft.plan > /tmp/peft_imdb_report.yaml && mv /tmp/peft_imdb_report.yaml params/cpu/peft_imdb_report.yaml; }
+	$(BIN)/python -m adaptstudy.sweep params/cpu/peft_imdb_report.yaml --workers 2 --threads 1
 
 # The Don't Stop Pretraining chapter at CPU scale (about 5 hours, resumable): its pretraining runs first, once each.
 reproduce-dsp: setup

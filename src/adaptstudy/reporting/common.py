@@ -16,6 +16,7 @@ import seaborn as sns
 from adaptstudy.models.methods import METHODS
 from adaptstudy.reporting.evidence import Arm, Rule, contrast, judge
 from adaptstudy.reporting.published import published_frame
+from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.records import flatten, read_records
 
 SELECTION_SEED = 0  # learning rates (and Houlsby's best adapter size) are chosen on this seed's runs
@@ -69,6 +70,15 @@ def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str | None
             }
         )
     return pd.DataFrame(rows, columns=columns)
+
+
+def shared_settings(records, per_run: set[str], shown: tuple[str, ...] = ()) -> dict:
+    """The settings every one of `records` shares, leaving out `per_run` keys and keeping only those that differ
+    from `FinetuneConfig`'s defaults or are `shown`: what a stage-2 grid carries over from stage 1."""
+    defaults = {k: f.default for k, f in FinetuneConfig.model_fields.items()}
+    configs = [{k: v for k, v in r["config"].items() if k not in per_run} for r in records]
+    shared = {k: v for k, v in configs[0].items() if all(c.get(k) == v for c in configs)}
+    return {k: v for k, v in shared.items() if k in shown or v != defaults.get(k)}
 
 
 def at_learning_rates(runs: pd.DataFrame, chosen: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

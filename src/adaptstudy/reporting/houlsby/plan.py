@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.common import load_runs, shared_settings
 from adaptstudy.reporting.houlsby.tables import SIZES, TABLE1_TASKS, chosen_learning_rates, label_runs, selection_grid
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.records import resolve_results_dir
@@ -100,13 +100,10 @@ def choices_comment(runs: pd.DataFrame) -> str:
 def _task_settings(runs: pd.DataFrame) -> dict[str, dict]:
     """Per task, the settings every one of its stage-1 runs shares (what stays fixed across its grid), where they
     differ from the defaults or are among `SHOWN`."""
-    defaults = {k: f.default for k, f in FinetuneConfig.model_fields.items()}
-    out = {}
-    for task, group in selection_grid(runs, labels=None).groupby("task"):
-        configs = [{k: v for k, v in r["config"].items() if k not in PER_RUN} for r in group["record"]]
-        shared = {k: v for k, v in configs[0].items() if all(c.get(k) == v for c in configs)}
-        out[task] = {k: v for k, v in shared.items() if k in SHOWN or v != defaults.get(k)}
-    return out
+    return {
+        task: shared_settings(group["record"], PER_RUN, SHOWN)
+        for task, group in selection_grid(runs, labels=None).groupby("task")
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

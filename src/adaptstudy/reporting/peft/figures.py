@@ -24,14 +24,20 @@ def method_palette(methods) -> dict[str, tuple]:
 
 
 def epoch_frame(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per-epoch training loss, validation accuracy and epoch seconds of the selection seed's runs at the chosen
-    rates, from each record's history."""
+    """Per-epoch training loss, validation accuracy and epoch seconds of the reported seeds' runs at the chosen
+    rates (the full training cap), from each record's history."""
     chosen = at_chosen_rates(runs)
-    chosen = chosen[(chosen["seed"] == SELECTION_SEED) & (chosen["fraction"] == 1.0)]
+    chosen = chosen[(chosen["seed"] != SELECTION_SEED) & (chosen["fraction"] == 1.0)]
     picked = runs[runs["run_id"].isin(chosen["run_id"])]
     return pd.DataFrame(
         [
-            {"backbone": run["backbone"], "setting": run["setting"], "method": run["method"], **row}
+            {
+                "backbone": run["backbone"],
+                "setting": run["setting"],
+                "method": run["method"],
+                "seed": run["seed"],
+                **row,
+            }
             for _, run in picked.iterrows()
             for row in run["record"]["history"]
         ]
@@ -39,7 +45,8 @@ def epoch_frame(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_epochs(frame: pd.DataFrame):
-    """Training loss and validation accuracy per epoch, one line per method, a column per backbone and setting."""
+    """Training loss and validation accuracy per epoch, one line per method (the mean over the reported seeds, with
+    a 95% bootstrap confidence band), a column per backbone and setting."""
     if frame.empty:
         return None
     frame = frame.assign(panel=frame["backbone"] + ", " + frame["setting"])
@@ -53,6 +60,8 @@ def plot_epochs(frame: pd.DataFrame):
         row="measure",
         kind="line",
         marker="o",
+        errorbar=("ci", 95),
+        seed=0,
         palette=(palette := method_palette(frame["method"])),
         hue_order=list(palette),
         facet_kws={"sharey": "row"},
@@ -145,6 +154,8 @@ def plot_learning_curve(curve: pd.DataFrame):
         col="schedule",
         kind="line",
         marker="o",
+        errorbar=("ci", 95),
+        seed=0,
         palette=method_palette(curve["method"]),
         height=3.6,
         aspect=1.1,

@@ -49,14 +49,16 @@ RUN_COLUMNS = [
     "config.train_fraction",
     "record",
 ]
-LABELS = ["setting", "fraction", "trained_pct", "epoch_s", "first_epoch_accuracy"]
+LABELS = ["setting", "fraction", "trained_pct", "epoch_s", "early_accuracy"]
+EARLY_EPOCHS = 3  # convergence compares the mean accuracy after epochs 1-3 with the last epoch's
 
 
 def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """Adds `setting` (90%/10% or 30%/70%), `fraction` (share of the training cap), `trained_pct`, and from each
-    record's history `epoch_s` (mean training seconds per epoch) and `first_epoch_accuracy`."""
+    record's history `epoch_s` (mean training seconds per epoch) and `early_accuracy` (the mean of the main metric
+    after the first `EARLY_EPOCHS` epochs)."""
     if runs.empty:
-        return pd.DataFrame(columns=[*RUN_COLUMNS, *LABELS]).astype({"epoch_s": float, "first_epoch_accuracy": float})
+        return pd.DataFrame(columns=[*RUN_COLUMNS, *LABELS]).astype({"epoch_s": float, "early_accuracy": float})
     setting = [
         PEFT_REPORT_SETTINGS.get(round(s, 2), f"{s:.0%} train") if pd.notna(s) else "mirror split"
         for s in config_column(runs, "resplit_train_share")
@@ -65,37 +67,40 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
     epoch_s = [
         np.mean([h["train_epoch_s"] for h in history if "train_epoch_s" in h] or [np.nan]) for history in histories
     ]
-    first = [h[0].get(metric, np.nan) if h else np.nan for h, metric in zip(histories, runs["main_metric"])]
+    early = [
+        np.mean([e.get(metric, np.nan) for e in h[:EARLY_EPOCHS]]) if h else np.nan
+        for h, metric in zip(histories, runs["main_metric"])
+    ]
     return runs.assign(
         setting=setting,
         fraction=config_column(runs, "train_fraction", 1.0),
         trained_pct=100 * runs["trainable_params"] / runs["backbone_params"],
         epoch_s=pd.Series(epoch_s, index=runs.index, dtype=float),
-        first_epoch_accuracy=pd.Series(first, index=runs.index, dtype=float),
+        early_accuracy=pd.Series(early, index=runs.index, dtype=float),
     )
 
 
 def selection_note(runs: pd.DataFrame) -> str:
     """Which split and seed chose the learning rates, and which report."""
     return (
-        f"Chosen with seed {SELECTION_SEED} on {chosen_on(_selection_grid(runs))}. Tables report the validation split; "
+        f"Chosen with seed {SELECTION_SEED} on {chosen_on(selection_grid(runs))}. Tables report the validation split; "
         "the verdicts rest on the other seeds alone."
     )
 
 
-def _selection_grid(runs: pd.DataFrame) -> pd.DataFrame:
+def selection_grid(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs learning rates are chosen among: the selection seed, 90%/10%, the full training cap."""
     return runs[(runs["seed"] == SELECTION_SEED) & (runs["setting"] == SELECTION_SETTING) & (runs["fraction"] == 1.0)]
 
 
 def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (backbone, method): the rate with the best validation accuracy on the selection grid."""
-    return choose_learning_rates(_selection_grid(runs), KEYS)
+    return choose_learning_rates(selection_grid(runs), KEYS)
 
 
 def rate_edge_note(runs: pd.DataFrame) -> str:
     """Which methods chose the larger or the smaller of the rates they tried: an optimum may lie beyond the grid."""
-    grid = _selection_grid(runs)
+    grid = selection_grid(runs)
     sides: dict[str, list[str]] = {"largest": [], "smallest": []}
     for row in chosen_learning_rates(runs).itertuples():
         tried = grid[(grid["backbone"] == row.backbone) & (grid["method"] == row.method)]["config.learning_rate"]
