@@ -20,8 +20,10 @@ SOURCES = {"fusion_sources": ("rte", "mrpc"), "source_settings": {"adapter_size"
 def fusion_run(fake_record):
     """Writes a fusion-study run (single-task) scoring `score` dev accuracy into `folder`."""
 
-    def write(folder, task, method, seed, score, epochs=3, attention=None, **fields):
+    def write(folder, task, method, seed, score, epochs=3, attention=None, alone=False, **fields):
         settings = {"adapter_size": 24} if method == "pfeiffer" else SOURCES if method == "fusion" else {}
+        if alone:  # the N = 1 control: fusion over the target's own adapter
+            settings = {**SOURCES, "fusion_sources": (task,)}
         config = FinetuneConfig(task=task, method=method, seed=seed, num_train_epochs=epochs, **settings)
         if attention:
             fields["fusion_attention"] = attention
@@ -112,6 +114,24 @@ def test_the_fusion_table_scores_accuracy_as_the_paper_even_where_the_main_metri
     fusion_run(tmp_path, "mrpc", "fusion", 0, 80.0, metrics={"accuracy": 70.0, "f1": 80.0}, main_metric="f1")
     runs = fusion_runs(tmp_path)
     assert runs["main_metric_value"].tolist() == [80.0] and fu.target_cells(runs)["score"].tolist() == [70.0]
+
+
+def test_the_n_1_control_has_its_own_column_and_judges_composition_against_capacity(tmp_path, fusion_run):
+    for seed in range(3):
+        fusion_run(tmp_path, "rte", "pfeiffer", seed, 58.0 + seed)
+        fusion_run(tmp_path, "rte", "fusion", seed, 62.0 + seed, attention={"rte": 0.7, "mrpc": 0.3})
+        fusion_run(tmp_path, "rte", "fusion", seed, 62.5 + seed, attention={"rte": 1.0}, alone=True)
+    runs = fusion_runs(tmp_path)
+    assert sorted(runs["label"].unique()) == ["fusion-n1", "fusion-st-a", "st-a"]
+    table = fu.fusion_table(runs).set_index(["task", "source"])
+    assert table.loc[("rte", "ours (minilm-l6, dev)"), "fusion-n1"] == "63.5 ± 1.0 (3)"
+    assert table.loc[("rte", "published (BERT-base, dev)"), "fusion-n1"] == "–"
+    verdicts = fu.claims(runs).set_index("claim")
+    assert verdicts.loc[fu.FUSION_BEATS.sentence, "verdict"] == "holds"  # +4 over ST-A ...
+    composes = verdicts.loc[fu.FUSION_COMPOSES.sentence]  # ... but -0.5 against its own capacity alone
+    assert composes["verdict"] != "holds" and composes["ours: effect [95% CI]"].startswith("-0.5")
+    assert set(fu.fusion_attention(runs).columns) == {"rte", "mrpc"}  # the control's trivial 1.0 left out
+    assert fu.fusion_attention(runs).loc["rte", "rte"] == pytest.approx(0.7)
 
 
 def test_fusion_attention_averages_seeds_per_target(tmp_path, fusion_run):
@@ -206,7 +226,7 @@ def test_low_resource_uses_the_chosen_rate_and_judges_every_size(tmp_path, multi
 def test_the_chapter_has_no_ours_where_no_study_ran(tmp_path):
     fusion, hyper = fusion_runs(tmp_path / "none"), hyper_runs(tmp_path / "none")
     claims = pd.concat([fu.claims(fusion), hyc.claims(hyper)], ignore_index=True)
-    assert len(claims) == 8 and set(claims["verdict"]) == {"not testable"}
+    assert len(claims) == 9 and set(claims["verdict"]) == {"not testable"}
     assert set(claims["ours: effect [95% CI]"]) <= {"–"} | {c for c in claims["ours: effect [95% CI]"] if ": –" in c}
     assert set(fu.fusion_table(fusion).query("source == 'ours (minilm-l6, dev)' and task == 'rte'").iloc[0][2:]) == {
         "–"

@@ -81,6 +81,18 @@ def test_the_record_keeps_the_mean_attention_over_sources(fused):
 
 
 @pytest.mark.slow
+def test_the_n_1_control_fuses_the_targets_own_adapter_alone(fused, data_dir):
+    """Same fusion layers and training over the target's adapter only: its attention is all on that adapter."""
+    root, config, _, _ = fused
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADAPTSTUDY_CACHE", str(root / "cache"))  # the RTE source adapter is already trained there
+        alone = config.model_copy(update={"fusion_sources": ("rte",)})
+        record = run(alone)
+    assert record["status"] == "ok" and list(record["config"]["fusion_sources"]) == ["rte"]
+    assert record["fusion_attention"] == pytest.approx({"rte": 1.0}, abs=1e-4)
+
+
+@pytest.mark.slow
 def test_a_saved_fusion_setup_reloads_to_the_same_predictions(fused, tmp_path, data_dir):
     root, config, _, model = fused
     with torch.no_grad():  # make the fusion layers and head differ from a fresh setup, as training would
@@ -107,6 +119,9 @@ def test_bad_fusion_settings_fail_before_work():
         validate(FinetuneConfig, {"task": "rte", "method": "fusion"})
     with pytest.raises(ConfigError, match="source adapters are bottleneck adapters"):
         validate(FinetuneConfig, {**TINY, "source_settings": {**SOURCES, "method": "lora", "adapter_size": None}})
+    with pytest.raises(ConfigError, match="at least two distinct tasks, or the target task alone"):
+        validate(FinetuneConfig, {**TINY, "fusion_sources": ["mrpc"]})
     with pytest.raises(ConfigError, match="at least two distinct tasks"):
-        validate(FinetuneConfig, {**TINY, "fusion_sources": ["rte"]})
+        validate(FinetuneConfig, {**TINY, "fusion_sources": ["rte", "rte"]})
+    assert validate(FinetuneConfig, {**TINY, "fusion_sources": ["rte"]}).fusion_sources == ("rte",)  # N = 1
     assert source_folder(source_config("rte", SOURCES)).name == source_config("rte", SOURCES).run_id

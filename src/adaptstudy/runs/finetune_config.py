@@ -108,7 +108,9 @@ class FinetuneConfig(RunConfig):
         None, description="houlsby: an architecture variant from the paper's ablations (None: the plain adapter)"
     )
     fusion_sources: tuple[str, ...] | None = Field(
-        None, description="fusion: the tasks whose single-task adapters are fused"
+        None,
+        description="fusion: the tasks whose single-task adapters are fused (the target alone: the N = 1 control, "
+        "which adds the fusion layers' capacity without other tasks' adapters)",
     )
     source_settings: dict[str, Any] | None = Field(
         None,
@@ -147,8 +149,14 @@ class FinetuneConfig(RunConfig):
         ):
             raise ValueError("method 'fusion' needs fusion_sources and source_settings, and only it takes them")
         if self.fusion_sources is not None:
-            if len(set(self.fusion_sources)) != len(self.fusion_sources) or len(self.fusion_sources) < 2:
-                raise ValueError(f"fusion_sources must be at least two distinct tasks, got {list(self.fusion_sources)}")
+            alone = tuple(self.fusion_sources) == (self.task,)  # the N = 1 control: capacity without composition
+            if len(set(self.fusion_sources)) != len(self.fusion_sources) or (
+                len(self.fusion_sources) < 2 and not alone
+            ):
+                raise ValueError(
+                    f"fusion_sources must be at least two distinct tasks, or the target task alone (the N = 1 "
+                    f"control), got {list(self.fusion_sources)} for task {self.task!r}"
+                )
             for task in self.fusion_sources:
                 source_config(task, self.source_settings)
         if self.top_k_layers is not None and not method.uses_top_k:
