@@ -1,5 +1,6 @@
 """The IMDb chapter's aggregation: rates chosen on seed 0 at 90%/10%, the report's table, costs, curves, verdicts."""
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -192,6 +193,12 @@ def test_stage_2_runs_the_reported_seeds_of_both_backbones_and_settings_at_the_r
     assert l3 == {(m, s) for m in PEFT_REPORT_METHODS for s in (1, 2, 3)}
     assert {c.seed for c in configs if c.backbone == "minilm-l6"} == {1, 2, 3, 4, 5}
 
+    mixed = tmp_path / "mixed"  # stage 1 beside a seed-0 run from before the protocol (no selection split)
+    shutil.copytree(stage1, mixed)
+    old = FinetuneConfig(task="imdb", method="full", seed=0, learning_rate=3e-5, resplit_train_share=0.9)
+    fake_record(old.model_copy(update={"max_train_examples": 800}), 80.0, folder=mixed)
+    with pytest.raises(ValueError, match="not scored on a selection split"):
+        pp.report_grid(pt.label_runs(load_runs(mixed)))
     for p in stage1.glob("*.json"):  # BitFit's stage-1 runs missing
         if '"method": "bitfit"' in p.read_text():
             p.unlink()

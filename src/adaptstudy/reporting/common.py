@@ -7,17 +7,20 @@ Every chapter module takes the frame of `load_runs`, labelled by its own `label_
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+import yaml
 
 from adaptstudy.models.methods import METHODS
 from adaptstudy.reporting.evidence import Arm, Rule, contrast, judge
 from adaptstudy.reporting.published import published_frame
 from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.records import flatten, read_records
+from adaptstudy.runs.records import flatten, read_records, resolve_results_dir
 
 SELECTION_SEED = 0  # learning rates (and Houlsby's best adapter size) are chosen on this seed's runs
 
@@ -79,6 +82,22 @@ def shared_settings(records, per_run: set[str], shown: tuple[str, ...] = ()) -> 
     configs = [{k: v for k, v in r["config"].items() if k not in per_run} for r in records]
     shared = {k: v for k, v in configs[0].items() if all(c.get(k) == v for c in configs)}
     return {k: v for k, v in shared.items() if k in shown or v != defaults.get(k)}
+
+
+def stage_2_main(argv, study: str, label_runs, report_grid, header: str, choices) -> int:
+    """A chapter's stage-2 planner (`python -m adaptstudy.reporting.<chapter>.plan [RESULTS_DIR]`): the grid
+    `report_grid` makes from stage 1's labelled runs, as YAML after `header` and `choices(runs)` (comment lines)."""
+    args = sys.argv[1:] if argv is None else argv
+    folder = Path(resolve_results_dir(args[0] if args else None, study))
+    runs = label_runs(load_runs(folder))
+    try:
+        grid = report_grid(runs, study=folder.name)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(header + choices(runs))
+    print(yaml.safe_dump(grid, sort_keys=False, default_flow_style=None, width=120), end="")
+    return 0
 
 
 def at_learning_rates(runs: pd.DataFrame, chosen: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

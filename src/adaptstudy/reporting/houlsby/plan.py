@@ -19,15 +19,12 @@ from __future__ import annotations
 
 import sys
 import typing
-from pathlib import Path
 
 import pandas as pd
-import yaml
 
-from adaptstudy.reporting.common import load_runs, shared_settings
+from adaptstudy.reporting.common import shared_settings, stage_2_main
 from adaptstudy.reporting.houlsby.tables import SIZES, TABLE1_TASKS, chosen_learning_rates, label_runs, selection_grid
 from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.records import resolve_results_dir
 
 TABLE1_SEEDS = [1, 2, 3, 4, 5]  # full fine-tuning and size 64
 SEEDS = [1, 2, 3]  # the other sizes, the trade-off methods, the init scale and the variants
@@ -106,23 +103,16 @@ def _task_settings(runs: pd.DataFrame) -> dict[str, dict]:
     }
 
 
+HEADER = (
+    "# Houlsby et al. 2019 on the whole training sets (issue 23), stage 2: the reported seeds at the rates\n"
+    "# stage 1 (houlsby_select.yaml, seed 0) chose on the selection split. Generated; do not edit:\n"
+    "#   python -m adaptstudy.reporting.houlsby.plan > params/cpu/houlsby_report.yaml\n"
+    "# Choices (selection-split score per rate):\n"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    folder = resolve_results_dir(args[0] if args else None, "houlsby")
-    runs = label_runs(load_runs(Path(folder)))
-    try:
-        grid = report_grid(runs, study=Path(folder).name)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(
-        "# Houlsby et al. 2019 on the whole training sets (issue 23), stage 2: the reported seeds at the rates\n"
-        "# stage 1 (houlsby_select.yaml, seed 0) chose on the selection split. Generated; do not edit:\n"
-        "#   python -m adaptstudy.reporting.houlsby.plan > params/cpu/houlsby_report.yaml\n"
-        "# Choices (selection-split score per rate):\n" + choices_comment(runs)
-    )
-    print(yaml.safe_dump(grid, sort_keys=False, default_flow_style=None, width=120), end="")
-    return 0
+    return stage_2_main(argv, "houlsby", label_runs, report_grid, HEADER, choices_comment)
 
 
 if __name__ == "__main__":

@@ -16,15 +16,12 @@ Every run keeps stage 1's schedule (epochs, length, batch, validation cap, the s
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pandas as pd
-import yaml
 
-from adaptstudy.reporting.common import load_runs, shared_settings
+from adaptstudy.reporting.common import choice_score, shared_settings, stage_2_main
 from adaptstudy.reporting.peft.tables import chosen_learning_rates, label_runs, selection_grid
 from adaptstudy.reporting.published import PEFT_REPORT_METHODS
-from adaptstudy.runs.records import resolve_results_dir
 
 SEEDS = {"minilm-l6": [1, 2, 3, 4, 5], "minilm-l3": [1, 2, 3]}
 SHARES = {0.9: 1.0, 0.3: 1 / 3}  # setting -> its training cap as a share of the 90%/10% setting's
@@ -39,6 +36,11 @@ def report_grid(runs: pd.DataFrame, study: str = "peft_imdb") -> dict:
     grid = grid[grid["backbone"] == "minilm-l6"]
     if grid.empty:
         raise ValueError("no stage-1 runs (seed 0, minilm-l6, 90%/10%): run params/cpu/peft_imdb_select.yaml first")
+    if choice_score(grid) != "selection_metric_value":
+        raise ValueError(
+            "some seed-0 runs were not scored on a selection split (made before the protocol): delete them "
+            "(git rm results/peft_imdb/*.json) and run params/cpu/peft_imdb_select.yaml"
+        )
     missing = sorted(set(PEFT_REPORT_METHODS) - set(grid["method"]))
     if missing:
         raise ValueError(f"stage 1 chose no rate for {', '.join(missing)}: their seed-0 runs are missing")
@@ -71,25 +73,22 @@ def report_grid(runs: pd.DataFrame, study: str = "peft_imdb") -> dict:
     }
 
 
+def choices_comment(runs: pd.DataFrame) -> str:
+    """The choices behind the grid, as YAML comment lines: per backbone and method, each rate's score and the pick."""
+    chosen = chosen_learning_rates(selection_grid(runs))
+    return "".join(f"#   {r.backbone} {r.method}: {r.learning_rate:g} (of {r.grid})\n" for r in chosen.itertuples())
+
+
+HEADER = (
+    "# Which method, on IMDb (issue 24), stage 2: the reported seeds at the rates stage 1\n"
+    "# (peft_imdb_select.yaml, seed 0) chose on the selection split. Generated; do not edit:\n"
+    "#   python -m adaptstudy.reporting.peft.plan > params/cpu/peft_imdb_report.yaml\n"
+    "# Choices (selection-split accuracy per rate):\n"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    folder = resolve_results_dir(args[0] if args else None, "peft_imdb")
-    runs = label_runs(load_runs(Path(folder)))
-    try:
-        grid = report_grid(runs, study=Path(folder).name)
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    choices = chosen_learning_rates(selection_grid(runs))
-    print(
-        "# Which method, on IMDb (issue 24), stage 2: the reported seeds at the rates stage 1\n"
-        "# (peft_imdb_select.yaml, seed 0) chose on the selection split. Generated; do not edit:\n"
-        "#   python -m adaptstudy.reporting.peft.plan > params/cpu/peft_imdb_report.yaml\n"
-        "# Choices (selection-split accuracy per rate):\n"
-        + "".join(f"#   {r.backbone} {r.method}: {r.learning_rate:g} (of {r.grid})\n" for r in choices.itertuples())
-    )
-    print(yaml.safe_dump(grid, sort_keys=False, default_flow_style=None, width=120), end="")
-    return 0
+    return stage_2_main(argv, "peft_imdb", label_runs, report_grid, HEADER, choices_comment)
 
 
 if __name__ == "__main__":
