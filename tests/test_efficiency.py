@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from adaptstudy.reporting.efficiency import (
-    PARALLEL_GAIN,
     allocator_note,
     candidates_note,
     candidates_table,
@@ -17,12 +16,11 @@ from adaptstudy.reporting.efficiency import (
     load_benchmarks,
     machine_kind,
     machine_notes,
-    parallel_note,
-    parallel_table,
     profile_table,
     side_by_side,
     targets,
 )
+from adaptstudy.reporting.efficiency_sweeps import PARALLEL_GAIN, parallel_note, parallel_table
 
 COMMITTED = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "parallel_sweep.json"
 
