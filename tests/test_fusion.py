@@ -13,6 +13,7 @@ from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.methods import count_parameters
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, source_folder
+from adaptstudy.training import runner
 from adaptstudy.training.fusion import load_fusion, save_fusion
 from adaptstudy.training.runner import run
 from adaptstudy.training.starting_point import build_model
@@ -125,3 +126,38 @@ def test_bad_fusion_settings_fail_before_work():
         validate(FinetuneConfig, {**TINY, "fusion_sources": ["rte", "rte"]})
     assert validate(FinetuneConfig, {**TINY, "fusion_sources": ["rte"]}).fusion_sources == ("rte",)  # N = 1
     assert source_folder(source_config("rte", SOURCES)).name == source_config("rte", SOURCES).run_id
+    with pytest.raises(ConfigError, match=r"per_task names \['cola'\], which are not among fusion_sources"):
+        validate(FinetuneConfig, {**TINY, "source_settings": {**SOURCES, "per_task": {"cola": {"seed": 1}}}})
+    with pytest.raises(ConfigError, match="keep_adapter keeps a source adapter"):
+        validate(FinetuneConfig, {"task": "rte", "method": "lora", "keep_adapter": True})
+
+
+def test_a_source_takes_its_own_settings_over_the_shared_ones_and_keeps_its_run_id_as_a_plain_cell():
+    """CoLA learned nothing from the 1,000 examples every source had: a source may train on more. A grid's ST-A cell
+    with a source's settings and `keep_adapter` is that source (one run id): a fusion run then finds it trained."""
+    settings = {**SOURCES, "per_task": {"mrpc": {"max_train_examples": 64, "num_train_epochs": 2}}}
+    config = validate(FinetuneConfig, {**TINY, "source_settings": settings})
+    rte, mrpc = (source_config(t, config.source_settings) for t in ("rte", "mrpc"))
+    assert (rte.max_train_examples, rte.num_train_epochs) == (16, 1)
+    assert (mrpc.max_train_examples, mrpc.num_train_epochs) == (64, 2) and mrpc.keep_adapter
+    cell = FinetuneConfig(
+        **{**SOURCES, "max_train_examples": 64, "num_train_epochs": 2}, task="mrpc", keep_adapter=True
+    )
+    assert cell.run_id == mrpc.run_id == cell.model_copy(update={"keep_adapter": False}).run_id
+    assert config.source_adapter_folders()["mrpc"] == source_folder(cell)
+
+
+@pytest.mark.slow
+def test_a_source_trained_as_a_cell_of_its_own_is_the_one_fusion_uses(tmp_path, data_dir, monkeypatch):
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    cell = source_config("mrpc", SOURCES, str(tmp_path / "results"))
+    assert run(cell)["run_id"] == cell.run_id and is_complete(source_folder(cell))
+
+    def trained_again(*args, **kwargs):
+        raise AssertionError("the source adapter was trained a second time")
+
+    monkeypatch.setattr(runner, "finetune", trained_again)  # what trains a prerequisite
+    alone = FinetuneConfig(
+        **{**TINY, "task": "mrpc", "fusion_sources": ["mrpc"]}, results_dir=str(tmp_path / "results")
+    )
+    assert run(alone)["fusion_attention"] == pytest.approx({"mrpc": 1.0}, abs=1e-4)

@@ -140,5 +140,6 @@ def test_a_prerequisite_two_ray_cells_start_from_together_is_trained_once(tmp_pa
     assert len(records(results)) == 2 and all(r["status"] == "ok" for r in records(results).values())
     (pretraining,) = records(tmp_path / "r_pretrain").values()
     assert pretraining["status"] == "ok" and pretraining["steps"] == 2
-    # one cell trained it (the runner says so; Ray passes the workers' output on), the other waited for it
+    # trained once, as a cell of its own before the two (the runner says so; Ray passes the workers' output on)
     assert finished.stdout.count(f"training pretraining (task:rte, head) first: {pretraining['run_id']}") == 1
+    assert "first 1 of 1 prerequisites trained" in finished.stdout

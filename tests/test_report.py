@@ -7,6 +7,8 @@ from adaptstudy.reporting.common import (
     format_mean_sd,
     load_runs,
     mean_sd,
+    partly_timed,
+    run_costs,
     scale_note,
     study_cost,
 )
@@ -74,3 +76,19 @@ def test_the_cost_says_how_many_runs_trained_on_each_kind_of_machine(tmp_path, f
     cost = study_cost(load_runs(tmp_path), budget_h=2)
     assert cost.startswith("3 runs: 1.00 h of training")
     assert cost.endswith("Machines: 2 on AVX2, 1 not recorded.")
+
+
+def test_runs_resumed_before_the_time_ledger_make_the_hours_a_lower_bound_and_carry_no_speed(tmp_path, fake_record):
+    """A run resumed by a version that dropped the seconds before the resume once costed 1 s for a 400 s run, and its
+    examples/s (thousands) swamped the chapter's speed column."""
+    config = FinetuneConfig(task="rte", method="full")
+    fake_record(config, resumed_from_step=648, train_runtime_s=1.0, train_examples_per_s=20000.0)
+    fake_record(
+        FinetuneConfig(task="rte", method="full", seed=1), resumed_from_step=100, train_runtime_covers="whole run"
+    )
+    fake_record(FinetuneConfig(task="rte", method="full", seed=2))
+    runs = load_runs(tmp_path)
+    assert partly_timed(runs).tolist() == [r == 648 for r in runs["resumed_from_step"]]
+    assert "1 of the runs were resumed before records kept the seconds" in study_cost(runs, budget_h=2)
+    speeds = run_costs(runs, "houlsby")["examples/s"]
+    assert speeds.isna().sum() == 1 and speeds.max() < 20000.0

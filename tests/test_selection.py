@@ -1,9 +1,11 @@
 """Settings are chosen on a selection split carved from the training data, never on the reported split."""
 
 import numpy as np
+import pytest
 
+from adaptstudy.data.errors import DataNotFoundError
 from adaptstudy.data.splits import carve_selection
-from adaptstudy.data.tasks import load_task, resolve_task
+from adaptstudy.data.tasks import load_selection_file, load_task, resolve_task
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.training.finetune import finetune
 
@@ -37,6 +39,17 @@ def test_every_run_of_a_task_sees_the_same_selection_split_and_never_trains_on_i
     plain = FinetuneConfig(task="rte")
     assert "selection_split" not in plain.identity()  # earlier runs keep their ids
     assert FinetuneConfig(task="rte", selection_split=True).run_id != plain.run_id
+
+
+def test_a_few_shot_task_selects_on_its_own_dev32_and_keeps_its_32_training_examples(data_dir, tmp_path):
+    """Carving a tenth of CB's 32 examples left 3 to select on (one per class at best) and 29 to train on."""
+    splits = FinetuneConfig(task="cb", selection_split=True, data_dir=data_dir).load_splits()
+    assert (len(splits["train"]), len(splits["selection"]), len(splits["dev"])) == (32, 32, 56)
+    assert not texts(splits["train"]) & texts(splits["selection"])
+    assert not texts(splits["dev"]) & texts(splits["selection"])
+    assert set(splits["selection"]["label"]) <= {0, 1, 2}
+    with pytest.raises(DataNotFoundError, match=r"dev32.jsonl.*data mirror only"):
+        load_selection_file("wic", tmp_path)  # a mirror without it (the Hub copies have no dev32)
 
 
 def test_a_run_with_a_selection_split_records_its_scores_there(data_dir):

@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import Trainer
 
-from adaptstudy.common.files import TMP_PREFIX, mark_complete
+from adaptstudy.common.files import TMP_PREFIX, mark_complete, read_marker
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
@@ -121,6 +121,27 @@ def test_a_resumed_run_reports_the_training_loss_of_all_its_steps(train, tmp_pat
     assert resumed["train_loss"] == pytest.approx(first["train_loss"], rel=1e-5)
 
 
+@pytest.mark.parametrize("train", [finetune, train_multitask], ids=["finetune", "multitask"])
+def test_a_resumed_run_costs_the_seconds_of_all_its_sessions_and_keeps_its_epochs(train, tmp_path, data_dir):
+    """A resumed run's record once counted only the seconds after the resume (the chapters' CPU-hours fell short),
+    and a resumed multi-task run forgot the epochs it had scored (its best epoch came from the later ones)."""
+    epochs = {"num_train_epochs": 2, "checkpoint_every_s": 0}
+    settings = {
+        finetune: lambda: FinetuneConfig(**{**TINY, **epochs}, method="bitfit"),
+        train_multitask: lambda: MultiTaskConfig(**TINY_MT, **epochs, tasks=("rte", "mrpc"), method="houlsby"),
+    }[train]()
+    folder = tmp_path / "ckpt"
+    first = train(settings, checkpoint_dir=folder, write=False)
+    kept = core.last_complete_checkpoint(folder)  # the last step but one
+    marker = read_marker(kept)
+    assert 0 < marker[core.SECONDS] <= first["train_runtime_s"] + first["eval_runtime_s"]
+    mark_complete(kept, {**marker, core.SECONDS: marker[core.SECONDS] + 1000.0})  # an earlier session of 1,000 s
+    resumed = train(settings, checkpoint_dir=folder, write=False)
+    assert resumed["resumed_from_step"] == marker["step"]
+    assert resumed["train_runtime_s"] > 1000.0
+    assert [row["epoch"] for row in resumed["history"]] == [row["epoch"] for row in first["history"]] == [1.0, 2.0]
+
+
 # The record: completed with costs, device and precision, written whole.
 
 RESULTS = {"main_metric": "accuracy", "trainable_params": 1, "total_params": 2, "train_runtime_s": 1.0}
@@ -203,6 +224,28 @@ def test_a_diverging_learning_rate_stops_a_finetuning_run_at_the_first_logged_lo
 
 
 # The runner: a run's prerequisite is trained first, once.
+
+
+def test_prerequisites_come_in_waves_each_needing_only_the_waves_before(tmp_path, data_dir):
+    """DSP's chains (a warm-up, DAPT on it, TAPT on DAPT) and fusion's sources train as sweep cells of their own, a
+    wave at a time: each prerequisite once, after everything it starts from, never one already trained."""
+    warm = {"corpus": "task:rte", "mode": "head", "max_steps": 2, "learning_rate": 3e-3, **TINY_MLM}
+    dapt = {**warm, "corpus": "task:mrpc", "mode": "full", "init_from": warm}
+    tapt = {**dapt, "corpus": "task:rte", "init_from": dapt}
+    runs = [FinetuneConfig(**TINY, method="bitfit", init_from=tapt, seed=seed) for seed in (0, 1)]
+    runs += [FinetuneConfig(**TINY, method="bitfit", init_from=dapt), FinetuneConfig(**TINY, method="bitfit")]
+    waves = runner.prerequisite_waves(runs)
+    assert [[(needed.corpus, needed.mode) for needed, _ in wave] for wave in waves] == [
+        [("task:rte", "head")],
+        [("task:mrpc", "full")],
+        [("task:rte", "full")],
+    ]
+    assert waves[2][0][1] == runs[0] and waves[0][0][1].corpus == "task:mrpc"  # each with a run that needs it
+    runner.ensure(runs[2], tmp_path / "ckpt")  # the warm-up and DAPT trained: only TAPT is left
+    assert [[needed.run_id for needed, _ in wave] for wave in runner.prerequisite_waves(runs)] == [
+        [waves[2][0][0].run_id]
+    ]
+    assert runner.prerequisite_waves(runs[3:]) == []
 
 
 def test_a_pretraining_named_by_its_settings_is_trained_once_before_the_runs_that_start_from_it(

@@ -184,7 +184,8 @@ register_task(
 )
 
 # FewGLUE (Schick & Schütze 2021): SuperGLUE tasks with 32 training examples; evaluated on the full official
-# validation set. The mirror's dev32 (32 more labelled examples, for few-shot model selection) is not used.
+# validation set. The mirror's dev32 (32 more labelled examples, made for few-shot model selection) is their
+# selection split: carving one from 32 training examples would leave too few of either.
 _FEWGLUE = {
     "cb": (
         "CB",
@@ -220,6 +221,7 @@ for _name, (_folder, _fields, _labels, _metrics, _about) in _FEWGLUE.items():
             metrics=_metrics,
             main_metric="accuracy",
             files={"train": f"superglue/{_folder}/train.jsonl", "dev": f"superglue/{_folder}/val.jsonl"},
+            selection_file=f"superglue/{_folder}/dev32.jsonl",
             hub_id="aps/super_glue",
             hub_config=_folder.lower(),
             hub_splits={"dev": "validation"},

@@ -30,6 +30,11 @@ class TaskSpec(BaseModel):
         description="built: only the task's builder reads the files"
     )
     files: dict[str, str] = Field(description="split -> path relative to the data directory")
+    selection_file: str | None = Field(
+        None,
+        description="a labelled split made for model selection (FewGLUE's dev32), relative to the data directory: "
+        "the selection split of runs that carve one, where the training data is too small to spare it",
+    )
     text_fields: list[str] = Field(min_length=1, max_length=2)
     label_field: str
     labels: list[str] | None = Field(None, description="raw label values in class-id order; None: regression")

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from datasets import DatasetDict
+from datasets import Dataset, DatasetDict
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.data import catalog  # noqa: F401  (registers the tasks)
@@ -20,7 +20,7 @@ from adaptstudy.data.readers import DATA_ENV, load_from_hub, read_split
 from adaptstudy.data.spec import TASKS, TaskSpec
 from adaptstudy.data.splits import resplit, subsample
 
-__all__ = ["TASKS", "TaskSpec", "load_task", "resolve_data_dir", "resolve_task"]
+__all__ = ["TASKS", "TaskSpec", "load_selection_file", "load_task", "resolve_data_dir", "resolve_task"]
 
 
 def resolve_task(task: str | TaskSpec | Mapping) -> TaskSpec:
@@ -75,3 +75,16 @@ def load_task(
     if max_eval_examples is not None:
         splits[spec.eval_split] = subsample(splits[spec.eval_split], max_eval_examples, data_seed)
     return splits
+
+
+def load_selection_file(task: str | TaskSpec | Mapping, data_dir: str | os.PathLike | None = None) -> Dataset:
+    """A task's own selection split (`TaskSpec.selection_file`, FewGLUE's dev32), from the mirror: the Hub copies of
+    these tasks do not have it."""
+    spec = resolve_task(task)
+    path = resolve_data_dir(data_dir) / spec.selection_file
+    if not path.is_file():
+        raise DataNotFoundError(
+            f"{path} not found: the selection split of task {spec.name!r} ({spec.selection_file}) comes from the data "
+            f"mirror only (set {DATA_ENV} or data_dir to it)"
+        )
+    return read_split(spec, path)

@@ -25,6 +25,7 @@ from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.runs.records import base_record, resolve_results_dir, write_record
+from adaptstudy.training.runner import ensure
 from adaptstudy.training.runner import run as run_cell
 
 CHECKPOINTS = ".checkpoints"
@@ -37,15 +38,26 @@ class Cell:
     config: CellConfig
     status: str = "todo"  # todo / done (an ok record exists) / ok / skipped / failed / elsewhere (another sweep)
     error: str | None = None
+    needed_by: CellConfig | None = None  # a prerequisite cell: what `config` is trained for (its artifact, not a cell)
 
     @property
     def run_id(self) -> str:
         return self.config.run_id
 
 
-def attempt(config: CellConfig, results_dir: Path, threads: int | None = None) -> tuple[str, str | None]:
+def attempt(
+    config: CellConfig, results_dir: Path, threads: int | None = None, needed_by: CellConfig | None = None
+) -> tuple[str, str | None]:
     """Train one cell unless it is done or being trained elsewhere; `(status, error)` with status one of `ok`,
-    `failed`, `done` (an ok record exists) or `elsewhere`. `threads`: torch's intra-op threads for this cell."""
+    `failed`, `done` (an ok record exists) or `elsewhere`. `threads`: torch's intra-op threads for this cell.
+    With `needed_by`, the cell is a prerequisite of that run, trained as the run would train it (`runner.ensure`)."""
+    if needed_by is not None:
+        with torch_threads(threads):
+            try:
+                ensure(needed_by, results_dir / CHECKPOINTS, only=config.run_id)
+            except Exception as e:
+                return _failed(config, e)
+        return "ok", None
     with run_lock(results_dir, config.run_id, wait=False) as held:
         if not held:
             return "elsewhere", None
@@ -56,12 +68,16 @@ def attempt(config: CellConfig, results_dir: Path, threads: int | None = None) -
             try:
                 run_cell(config, checkpoint_dir=checkpoints)  # what it starts from is trained first, once
             except Exception as e:  # one cell's failure must not stop the others
-                error = f"{type(e).__name__}: {e}"
-                write_failure(config, e)
-                print(f"  failed: {config.run_id}: {error}", file=sys.stderr, flush=True)
-                return "failed", error
+                return _failed(config, e)
         remove_folder(checkpoints)
         return "ok", None
+
+
+def _failed(config: CellConfig, error: Exception) -> tuple[str, str]:
+    message = f"{type(error).__name__}: {error}"
+    write_failure(config, error)
+    print(f"  failed: {config.run_id}: {message}", file=sys.stderr, flush=True)
+    return "failed", message
 
 
 @contextmanager
@@ -128,4 +144,4 @@ def describe_values(values: Mapping[str, Any]) -> str:
 
 
 def describe(cell: Cell) -> str:
-    return describe_values(cell.config.identity())
+    return ("prerequisite: " if cell.needed_by is not None else "") + describe_values(cell.config.identity())

@@ -32,15 +32,15 @@ def default_threads(workers: int) -> int:
 
 
 def run_on_ray(
-    cells: list[Cell],
+    waves: list[list[Cell]],
     results_dir: Path,
     workers: int,
     threads: int,
     address: str | None = None,
     progress: bool = True,
 ) -> None:
-    """Run `cells` as Ray tasks, at most `workers` at once, and set each one's status (`ok`, `failed`, `done` or
-    `elsewhere`); cells interrupted by Ctrl-C stay `todo`."""
+    """Run the cells of each wave as Ray tasks, at most `workers` at once, a wave after the one before has finished,
+    and set each one's status (`ok`, `failed`, `done` or `elsewhere`); cells interrupted by Ctrl-C stay `todo`."""
     ray = _import_ray()
     started = not ray.is_initialized()
     if started:
@@ -50,7 +50,8 @@ def run_on_ray(
         task = ray.remote(_cell_task).options(
             num_cpus=threads, num_gpus=gpus, max_retries=RETRIES, retry_exceptions=False, name="adaptstudy-cell"
         )
-        _drain(ray, task, cells, results_dir, workers, threads, progress)
+        for cells in waves:
+            _drain(ray, task, cells, results_dir, workers, threads, progress)
     finally:
         if started:
             ray.shutdown()
@@ -64,7 +65,7 @@ def _drain(ray, task, cells: list[Cell], results_dir: Path, workers: int, thread
                 cell = pending.pop(0)
                 if progress:
                     print(f"[{len(cells) - len(pending)}/{len(cells)}] {cell.run_id} {describe(cell)}", flush=True)
-                running[task.remote(cell.config, str(results_dir), threads, here)] = cell
+                running[task.remote(cell.config, str(results_dir), threads, here, cell.needed_by)] = cell
             ready, _ = ray.wait(list(running), num_returns=1)
             cell = running.pop(ready[0])
             try:
@@ -80,11 +81,13 @@ def _drain(ray, task, cells: list[Cell], results_dir: Path, workers: int, thread
         raise
 
 
-def _cell_task(config: CellConfig, results_dir: str, threads: int, cwd: str) -> tuple[str, str | None]:
+def _cell_task(
+    config: CellConfig, results_dir: str, threads: int, cwd: str, needed_by: CellConfig | None = None
+) -> tuple[str, str | None]:
     """What a Ray worker runs: the cell, exactly as in process, with `threads` torch threads, in the driver's working
     directory (relative results and data paths mean the same there: on a cluster it is on the shared filesystem)."""
     os.chdir(cwd)
-    return attempt(config, Path(results_dir), threads)
+    return attempt(config, Path(results_dir), threads, needed_by)
 
 
 def _start(ray, workers: int, threads: int, address: str | None) -> None:

@@ -48,6 +48,7 @@ from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.runs.records import resolve_results_dir
+from adaptstudy.training.runner import prerequisite_waves
 
 Axes = dict[str, list[Any] | dict[str, dict[str, list[Any]]]]
 
@@ -102,6 +103,7 @@ class Plan:
     results_dir: Path
     cells: list[Cell] = field(default_factory=list)
     kind: str = "finetune"
+    prerequisites: list[Cell] = field(default_factory=list)  # trained first, as cells of their own: see `run`
 
     def table(self) -> pd.DataFrame:
         rows = []
@@ -130,6 +132,14 @@ class Plan:
             f"already done, {n['failed']} failed"
             + (f", {n['todo']} not run" if n["todo"] else "")
             + (f", {n['elsewhere']} left to another sweep training them" if n["elsewhere"] else "")
+            + (f"; first {self._prerequisites()}" if self.prerequisites else "")
+        )
+
+    def _prerequisites(self) -> str:
+        statuses = [c.status for c in self.prerequisites]
+        failed = statuses.count("failed")
+        return f"{statuses.count('ok')} of {len(statuses)} prerequisites trained" + (
+            f" ({failed} failed)" if failed else ""
         )
 
     def raise_if_failed(self) -> None:
@@ -212,19 +222,28 @@ def run(
 
     `workers=1` without `ray_address` runs the cells one after another in this process (torch's threads, or
     `threads`); otherwise they run as Ray tasks, at most `workers` at once, each with `threads` CPU threads (default:
-    this machine's cores shared among the workers) or one GPU (`ray_sweep`)."""
+    this machine's cores shared among the workers) or one GPU (`ray_sweep`).
+
+    What the cells start from and is not trained yet (pretrainings, source adapters) trains first, as cells of its
+    own, in waves (a wave needs only the waves before it): so the workers share it, where inside the cells the first
+    cell to need a prerequisite would train it while the other cells needing it wait."""
     if workers < 1 or (threads is not None and threads < 1):
         raise ConfigError(f"workers ({workers}) and threads ({threads}) must be at least 1")
     todo = [c for c in p.cells if c.status == "todo"]
+    waves = [
+        [Cell(needed, needed_by=by) for needed, by in wave] for wave in prerequisite_waves([c.config for c in todo])
+    ]
+    p.prerequisites = [cell for wave in waves for cell in wave]
     if workers > 1 or ray_address:
         from adaptstudy.launch.ray_sweep import default_threads, run_on_ray  # Ray is an optional extra
 
-        run_on_ray(todo, p.results_dir, workers, threads or default_threads(workers), ray_address, progress)
+        run_on_ray([*waves, todo], p.results_dir, workers, threads or default_threads(workers), ray_address, progress)
     else:
-        for n, cell in enumerate(todo, start=1):
-            if progress:
-                print(f"[{n}/{len(todo)}] {cell.run_id} {describe(cell)}", flush=True)
-            cell.status, cell.error = attempt(cell.config, p.results_dir, threads)
+        for wave in [*waves, todo]:
+            for n, cell in enumerate(wave, start=1):
+                if progress:
+                    print(f"[{n}/{len(wave)}] {cell.run_id} {describe(cell)}", flush=True)
+                cell.status, cell.error = attempt(cell.config, p.results_dir, threads, cell.needed_by)
     for cell in p.cells:
         if cell.status == "done":
             cell.status = "skipped"

@@ -187,11 +187,26 @@ def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
         return "No runs yet."
     train_h = runs["train_runtime_s"].sum() / 3600
     eval_h = runs["eval_runtime_s"].sum() / 3600 if "eval_runtime_s" in runs else 0.0
+    partial = partly_timed(runs).sum()
     return (
         f"{len(runs)} runs: {train_h:.2f} h of training and {eval_h:.2f} h of evaluation ({train_h + eval_h:.2f} h on "
         f"2 CPU cores against the chapter's budget of about {budget_h:g} h; model loading not counted)."
+        + (
+            f" {partial} of the runs were resumed before records kept the seconds before a resume: their training "
+            "time counts only the part after it, so the hours are a lower bound."
+            if partial
+            else ""
+        )
         + (f" Machines: {machines(runs)}." if "record" in runs else "")
     )
+
+
+def partly_timed(runs: pd.DataFrame) -> pd.Series:
+    """Runs whose `train_runtime_s` covers only the steps after a resume: resumed, by a version that did not carry
+    the seconds of the earlier sessions over (no `train_runtime_covers`, or not "whole run")."""
+    resumed = runs["resumed_from_step"].notna() if "resumed_from_step" in runs else pd.Series(False, runs.index)
+    covers = runs["train_runtime_covers"] if "train_runtime_covers" in runs else pd.Series(None, runs.index)
+    return resumed & (covers != "whole run")
 
 
 def machines(runs: pd.DataFrame) -> str:
@@ -216,7 +231,7 @@ def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.Data
         "method": runs[method],
         "train_runtime_s": runs["train_runtime_s"],
         "eval_runtime_s": eval_s,
-        "examples/s": runs["train_examples_per_s"],
+        "examples/s": runs["train_examples_per_s"].where(~partly_timed(runs)),  # a partial time makes no speed
         "peak MB": runs["peak_rss_mb"],
     }
     return pd.DataFrame(rows, columns=COST_RUN_COLUMNS).reset_index(drop=True)

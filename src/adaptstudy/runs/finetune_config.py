@@ -12,7 +12,7 @@ from transformers import AutoConfig
 
 from adaptstudy.common.paths import cache_root
 from adaptstudy.data.splits import carve_selection, subsample
-from adaptstudy.data.tasks import load_task, resolve_task
+from adaptstudy.data.tasks import load_selection_file, load_task, resolve_task
 from adaptstudy.models.backbones import BACKBONES, check_backbone, resolve_backbone
 from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.artifacts import ADAPTER_FAMILY, FULL_MODES, STACKABLE, artifact_base
@@ -24,6 +24,8 @@ SOURCE_METHODS = ("pfeiffer", "houlsby")  # bottleneck adapters: what Fuse combi
 
 class FinetuneConfig(RunConfig):
     """One fine-tuning run: a (task, method, backbone, seed) and how it is trained."""
+
+    LOCATIONS: ClassVar[frozenset[str]] = RunConfig.LOCATIONS | {"keep_adapter"}
 
     NEUTRAL: ClassVar[dict[str, Any]] = {
         "train_fraction": 1.0,
@@ -101,8 +103,8 @@ class FinetuneConfig(RunConfig):
     selection_split: bool = Field(
         False,
         description="carve a selection split from the training data (10%, at most 1,000 examples, stratified, the "
-        "same for every run of the task); the run scores it too, and settings are chosen on it, never on the "
-        "reported split",
+        "same for every run of the task; a task with a split made for selection, FewGLUE's dev32, takes that); the "
+        "run scores it too, and settings are chosen on it, never on the reported split",
     )
     adapter_variant: Literal["layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel"] | None = Field(
         None, description="houlsby: an architecture variant from the paper's ablations (None: the plain adapter)"
@@ -115,7 +117,12 @@ class FinetuneConfig(RunConfig):
     source_settings: dict[str, Any] | None = Field(
         None,
         description="fusion: the settings of the single-task runs that train the source adapters "
-        "(method, size, rate, ...)",
+        "(method, size, rate, ...); `per_task: {task: {setting: value}}` overrides them for some sources",
+    )
+    keep_adapter: bool = Field(
+        False,
+        description="keep the trained adapter in the cache as a fusion source (so a grid can train its sources as "
+        "cells of their own); where the adapter is kept, not what trains: no part of the run's identity",
     )
 
     @model_validator(mode="after")
@@ -157,8 +164,18 @@ class FinetuneConfig(RunConfig):
                     f"fusion_sources must be at least two distinct tasks, or the target task alone (the N = 1 "
                     f"control), got {list(self.fusion_sources)} for task {self.task!r}"
                 )
+            own = set(self.source_settings.get("per_task") or {}) - set(self.fusion_sources)
+            if own:
+                raise ValueError(
+                    f"source_settings.per_task names {sorted(own)}, which are not among fusion_sources "
+                    f"{list(self.fusion_sources)}"
+                )
             for task in self.fusion_sources:
                 source_config(task, self.source_settings)
+        if self.keep_adapter and self.method not in SOURCE_METHODS:
+            raise ValueError(
+                f"keep_adapter keeps a source adapter ({', '.join(SOURCE_METHODS)}), not method {self.method!r}"
+            )
         if self.top_k_layers is not None and not method.uses_top_k:
             raise ValueError(f"top_k_layers={self.top_k_layers} applies only to method 'top_k', not {self.method!r}")
         if method.uses_top_k:
@@ -213,7 +230,11 @@ class FinetuneConfig(RunConfig):
             max_eval_examples=self.max_eval_examples,
         )
         if self.selection_split:
-            splits["train"], splits["selection"] = carve_selection(splits["train"], resolve_task(self.task))
+            spec = resolve_task(self.task)
+            if spec.selection_file:  # FewGLUE: its own dev32, the 32 training examples kept whole
+                splits["selection"] = load_selection_file(spec, self.data_dir)
+            else:
+                splits["train"], splits["selection"] = carve_selection(splits["train"], spec)
             if limit is not None:
                 splits["train"] = subsample(splits["train"], limit, self.data_seed)
         return splits
@@ -275,10 +296,13 @@ def initial_weights(config) -> str:
 
 
 def source_config(task: str, settings: Mapping[str, Any], results_dir: str | None = None):
-    """The single-task run that trains the source adapter of `task`."""
+    """The single-task run that trains the source adapter of `task`: the shared settings, with `per_task`'s for
+    this task over them."""
+    shared = {k: v for k, v in settings.items() if k != "per_task"}
+    own = (settings.get("per_task") or {}).get(task, {})
     config = validate(
         FinetuneConfig,
-        {**settings, "task": task, **({"results_dir": results_dir} if results_dir else {})},
+        {**shared, **own, "task": task, "keep_adapter": True, **({"results_dir": results_dir} if results_dir else {})},
         what="source setting",
     )
     if config.method not in SOURCE_METHODS:

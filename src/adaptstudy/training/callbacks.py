@@ -32,7 +32,9 @@ class TimedCheckpoints(TrainerCallback):
     checkpoint gets its marker once the Trainer has written all of it, so a kill in the middle
     of a save never leaves a checkpoint that a rerun would try to resume from. The Trainer removes
     old checkpoints before the new one gets its marker, so runs keep two (`save_total_limit=2`):
-    with one, a kill in that gap left nothing to resume from.
+    with one, a kill in that gap left nothing to resume from. A save that falls due on an epoch's last step waits
+    one step: the epoch's scoring comes after that step's save, and a run resumed from it would never score the
+    epoch.
     """
 
     def __init__(self, every_s: float, extra: Callable[[], dict] = dict):
@@ -41,13 +43,21 @@ class TimedCheckpoints(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         due = time.monotonic() - self.last >= self.every_s
-        control.should_save = due and state.global_step < state.max_steps
+        control.should_save = due and state.global_step < state.max_steps and not _ends_epoch(state, kwargs)
         if control.should_save:
             self.last = time.monotonic()
 
     def on_save(self, args, state, control, **kwargs):
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         mark_complete(folder, {"kind": "checkpoint", "step": state.global_step, **self.extra()})
+
+
+def _ends_epoch(state, kwargs) -> bool:
+    loader = kwargs.get("train_dataloader")
+    try:
+        return state.global_step % len(loader) == 0
+    except TypeError:  # no loader, or one without a length (pretraining by steps): no epoch to end
+        return False
 
 
 class EpochTimer(TrainerCallback):

@@ -13,7 +13,7 @@ import os
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,6 +38,7 @@ def pad_to_multiple_of() -> int | None:
 
 
 LOSS_SUM = "loss_sum"  # in a checkpoint's marker: the training losses summed over its steps
+SECONDS = "seconds"  # in a checkpoint's marker: the seconds `trainer.train()` ran up to it, over every session
 
 
 @dataclass
@@ -82,7 +83,10 @@ class Session:
         self._scratch = None if self.checkpointing else tempfile.TemporaryDirectory(prefix="adaptstudy-")
         self.output_dir = Path(checkpoint_dir) if self.checkpointing else Path(self._scratch.name)
         self.resume = last_complete_checkpoint(self.output_dir) if self.checkpointing else None
-        self.seconds = 0.0
+        self.marker = read_marker(self.resume) if self.resume else {}  # what the resumed checkpoint kept
+        self.seconds = 0.0  # this session's
+        self.seconds_before = 0.0  # the sessions' before the resume; None where the checkpoint predates the ledger
+        self._steps = 0
 
     def __enter__(self) -> Session:
         return self
@@ -94,6 +98,19 @@ class Session:
     @property
     def resumed_step(self) -> int | None:
         return int(Path(self.resume).name.split("-")[-1]) if self.resume else None
+
+    @property
+    def run_seconds(self) -> float:
+        """The seconds `trainer.train()` ran over the whole run (every session up to a resume included), so that a
+        resumed run's record costs what the run cost; this session's alone where the checkpoint predates the
+        ledger (`seconds_before` None)."""
+        return self.seconds + (self.seconds_before or 0.0)
+
+    @property
+    def run_share_here(self) -> float:
+        """The share of the run's steps that `run_seconds` covers: 1, or after the steps of a resume whose earlier
+        seconds are unknown."""
+        return 1.0 if self.seconds_before is not None else 1.0 - (self.resumed_step or 0) / max(self._steps, 1)
 
     def arguments(self, **overrides: Any) -> TrainingArguments:
         """`TrainingArguments` from the run's settings (the same optimizer, schedule and checkpointing for every
@@ -120,23 +137,32 @@ class Session:
         )
         return training_arguments(c.precision, **{**common, **overrides})
 
-    def train(self, trainer: Trainer):
+    def train(self, trainer: Trainer, keep: Callable[[], dict] = dict):
         """`trainer.train()`, resumed where a checkpoint says; the training loss must be finite. On a CPU the
         model's dropout draws its masks fast (`use_fast_dropout`).
 
         The Trainer's `training_loss` of a resumed run sums the losses of the steps after the resume only (and
-        divides by all steps): each checkpoint keeps the sum of the losses so far, and the resumed run adds it."""
+        divides by all steps), and its clock starts at the resume: each checkpoint keeps the sum of the losses
+        and the seconds so far, and the resumed run adds them. `keep` gives more for each checkpoint to keep
+        (JSON), which a resumed run reads back from `marker`."""
         trainer.add_callback(StopOnNonFiniteLoss())
         use_fast_dropout(trainer.model)
-        before = read_marker(self.resume).get(LOSS_SUM) if self.resume else 0.0
+        marker = self.marker if self.resume else {LOSS_SUM: 0.0, SECONDS: 0.0}
+        before = _known(marker.get(LOSS_SUM))
+        self.seconds_before = _known(marker.get(SECONDS))
         if before is None:
             warnings.warn(f"{self.resume} predates loss sums: train_loss leaves out the steps before it", stacklevel=2)
-        if self.checkpointing:
-            ledger = LossLedger(trainer, math.nan if before is None else before)
-            trainer.add_callback(TimedCheckpoints(self.config.checkpoint_every_s, ledger.at_save))
+        if self.seconds_before is None:
+            warnings.warn(f"{self.resume} predates its time ledger: the record's seconds start there", stacklevel=2)
         start = time.perf_counter()
+        if self.checkpointing:
+            ledger = RunLedger(trainer, before, self.seconds_before, start)
+            trainer.add_callback(
+                TimedCheckpoints(self.config.checkpoint_every_s, lambda: {**keep(), **ledger.at_save()})
+            )
         output = trainer.train(resume_from_checkpoint=self.resume)
         self.seconds = time.perf_counter() - start
+        self._steps = output.global_step
         if not math.isfinite(output.training_loss):
             raise NonFiniteLossError(f"training loss is {output.training_loss}")
         if self.resume and before is not None:
@@ -145,25 +171,34 @@ class Session:
         return output
 
 
-class LossLedger:
-    """The sum of the training losses up to each checkpoint (the run's steps before a resume included).
+def _known(value: float | None) -> float | None:
+    """A marker's sum, None where it is missing or NaN (a checkpoint resumed from one that predates the ledger)."""
+    return None if value is None or math.isnan(value) else float(value)
+
+
+class RunLedger:
+    """The sum of the training losses and the seconds up to each checkpoint (the run's steps before a resume
+    included; NaN where a resume's checkpoint predates the ledger).
 
     The Trainer keeps the steps' loss in a local tensor until it logs, and saves right after: this wraps the
     instance's `_maybe_log_save_evaluate` (transformers 4.57) to read it when a save is due."""
 
-    def __init__(self, trainer: Trainer, before: float):
-        self.trainer, self.before, self.sum = trainer, before, math.nan
+    def __init__(self, trainer: Trainer, loss_before: float | None, seconds_before: float | None, start: float):
+        self.loss_before = math.nan if loss_before is None else loss_before
+        self.seconds_before = math.nan if seconds_before is None else seconds_before
+        self.start, self.sum, self.seconds = start, math.nan, math.nan
         inner = trainer._maybe_log_save_evaluate
 
         def log_save_evaluate(tr_loss, *args, **kwargs):
             if trainer.control.should_save:
-                self.sum = self.before + trainer._total_loss_scalar + tr_loss.item()
+                self.sum = self.loss_before + trainer._total_loss_scalar + tr_loss.item()
+                self.seconds = self.seconds_before + time.perf_counter() - self.start
             return inner(tr_loss, *args, **kwargs)
 
         trainer._maybe_log_save_evaluate = log_save_evaluate
 
     def at_save(self) -> dict[str, float]:
-        return {LOSS_SUM: self.sum}
+        return {LOSS_SUM: self.sum, SECONDS: self.seconds}
 
 
 def finish(run: Run, session: Session, write: bool = True, **fields: Any) -> dict[str, Any]:
@@ -179,6 +214,9 @@ def finish(run: Run, session: Session, write: bool = True, **fields: Any) -> dic
         torch_threads=torch.get_num_threads(),
         machine=machine_description(),
         resumed_from_step=session.resumed_step,
+        train_runtime_covers="whole run"
+        if session.seconds_before is not None
+        else f"after step {session.resumed_step}",
         finished_at=datetime.now(timezone.utc).isoformat(),
     )
     if write:

@@ -187,7 +187,6 @@ def finetune(
                 history[-1].update(scores)
             else:
                 history.append({"epoch": round(epochs_run, 4), **scores})
-        total_steps = trainer.state.global_step
         predictions = np.empty_like(scorer.last)  # the final evaluation's, before any ablation evaluates again
         predictions[order[trainer.eval_sampler.order]] = scorer.last
         selection = selection_scores(trainer, encoded, spec)
@@ -197,10 +196,9 @@ def finetune(
         if save_adapter_to is not None:
             save_source_adapter(trainer.model, config, Path(save_adapter_to))
 
-    share_run_here = 1.0 - (session.resumed_step or 0) / max(total_steps, 1)
     eval_time = sum(row.get("eval_runtime_s", 0.0) for row in history)
-    train_time = max(session.seconds - eval_time, 1e-9)
-    epochs = epochs_run * share_run_here
+    train_time = max(session.run_seconds - eval_time, 1e-9)
+    epochs = epochs_run * session.run_share_here
     tokens = sum(len(ids) for ids in train_set["input_ids"])
     metrics = {m: history[-1][m] for m in spec.metrics}
     extra = {}

@@ -176,13 +176,14 @@ def train_multitask(
             data_collator=collator,
             callbacks=[ScoreEachEpoch(score_epoch, config.eval_every_epochs, config.num_train_epochs)],
         )
-        output = session.train(trainer)
+        history.extend(session.marker.get("history", []))  # the epochs scored before a resume
+        output = session.train(trainer, keep=lambda: {"history": history})
     if save if save is not None else (config.method.startswith("hyperformer") and config.transfer_from is None):
         save_encoder(model, config)
     best = max(history, key=lambda row: row["validation_mean"])
     eval_time = sum(row["eval_runtime_s"] for row in history)
-    train_time = max(session.seconds - eval_time, 1e-9)
-    examples = sum(len(d) for d in train_sets)
+    train_time = max(session.run_seconds - eval_time, 1e-9)
+    examples = sum(len(d) for d in train_sets) * session.run_share_here
     return core.finish(
         run,
         session,

@@ -119,8 +119,8 @@ def pretrain(
         steps = trainer.state.global_step
     after = held_out_loss(model, held_rows, tokenizer, config.mlm_probability) if held_rows else None
     artifact = save_artifact(model, tokenizer, config, config.artifact_dir())
-    steps_here = steps - (session.resumed_step or 0)
-    tokens = steps_here * config.batch_size * config.max_seq_length
+    steps_timed = steps * session.run_share_here  # the steps `session.run_seconds` covers
+    tokens = steps_timed * config.batch_size * config.max_seq_length
     metrics = {"held_out_loss": after, "perplexity": math.exp(after)} if after is not None else {}
     return core.finish(
         run,
@@ -134,10 +134,10 @@ def pretrain(
         trainable_params=trainable,
         total_params=sum(p.numel() for p in model.parameters()),
         train_loss=output.training_loss,
-        train_runtime_s=session.seconds,
+        train_runtime_s=session.run_seconds,
         steps=steps,
-        train_examples_per_s=steps_here * config.batch_size / session.seconds,
-        train_tokens_per_s=tokens / session.seconds,
+        train_examples_per_s=steps_timed * config.batch_size / session.run_seconds,
+        train_tokens_per_s=tokens / session.run_seconds,
         corpus_documents=len(train_docs),
         corpus_words=sum(len(d.split()) for d in train_docs),
         corpus_rows=len(rows),

@@ -73,11 +73,12 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
         )
 
 
-def ensure(config: RunConfig, checkpoint_root: Path | None = None) -> None:
+def ensure(config: RunConfig, checkpoint_root: Path | None = None, only: str | None = None) -> None:
     """Train every prerequisite of `config` that is not done yet (theirs first), once: under a lock in the cache, so
-    that two processes needing the same one train it once (the second waits, then finds it done)."""
+    that two processes needing the same one train it once (the second waits, then finds it done). `only`: the run id
+    of the one prerequisite to train (with its own), as a sweep's prerequisite cell does."""
     for needed in prerequisites(config):
-        if needed.done():
+        if needed.done() or only not in (None, needed.config.run_id):
             continue
         ensure(needed.config, checkpoint_root)
         with run_lock(cache_root(), needed.config.run_id):
@@ -87,6 +88,32 @@ def ensure(config: RunConfig, checkpoint_root: Path | None = None) -> None:
             print(f"  training {needed.what} first: {needed.config.run_id}", flush=True)
             needed.train(checkpoints)
             remove_folder(checkpoints)
+
+
+def prerequisite_waves(configs: list[RunConfig]) -> list[list[tuple[RunConfig, RunConfig]]]:
+    """The prerequisites of `configs` not done yet, in waves that can each train in parallel: a wave's runs need
+    only runs of the waves before. Each entry is (prerequisite, a run that needs it), once per prerequisite."""
+    level: dict[str, int] = {}
+    needers: dict[str, tuple[RunConfig, RunConfig]] = {}
+
+    def depth(config: RunConfig) -> int:  # 1 + the deepest of its pending prerequisites (0: needs none)
+        deepest = 0
+        for needed in prerequisites(config):
+            run_id = needed.config.run_id
+            if run_id not in level:
+                if needed.done():
+                    continue
+                level[run_id] = depth(needed.config)
+                needers[run_id] = (needed.config, config)
+            deepest = max(deepest, level[run_id] + 1)
+        return deepest
+
+    for config in configs:
+        depth(config)
+    waves: list[list[tuple[RunConfig, RunConfig]]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
+    for run_id, k in level.items():
+        waves[k].append(needers[run_id])
+    return waves
 
 
 RUNNERS: dict[type[RunConfig], Callable[..., dict[str, Any]]] = {
@@ -100,4 +127,6 @@ def run(config: RunConfig, checkpoint_dir: str | os.PathLike | None = None, writ
     """Train `config` (its prerequisites first) and return its record; see `finetune`, `pretrain`, `train_multitask`."""
     resolve_precision(config.precision)  # a precision this machine cannot run fails before any prerequisite trains
     ensure(config, Path(checkpoint_dir).parent if checkpoint_dir else None)
+    if isinstance(config, FinetuneConfig) and config.keep_adapter:
+        return finetune(config, write=write, checkpoint_dir=checkpoint_dir, save_adapter_to=source_folder(config))
     return RUNNERS[type(config)](config, write=write, checkpoint_dir=checkpoint_dir)

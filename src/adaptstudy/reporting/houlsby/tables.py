@@ -19,6 +19,7 @@ from adaptstudy.reporting.common import (
     chosen_on,
     config_column,
     format_mean_sd,
+    partly_timed,
 )
 from adaptstudy.reporting.published import (
     HOULSBY_2019,
@@ -285,19 +286,38 @@ def learned_nothing_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """What the study cost, per task and method/size: runs, training seconds, examples/s, peak memory, trained share."""
+    """What the study cost, per task and method/size: runs, training seconds, examples/s, peak memory, trained share.
+    Runs resumed before records kept the seconds of earlier sessions (`partly_timed`) count in the sum, a lower bound,
+    and are left out of the mean seconds and the speed."""
     if runs.empty:
         return pd.DataFrame(
-            columns=["task", "label", "runs", "train s (sum)", "train s (mean)", "examples/s", "peak MB", "trained %"]
+            columns=[
+                "task",
+                "label",
+                "runs",
+                "partly timed",
+                "train s (sum)",
+                "train s (mean)",
+                "examples/s",
+                "peak MB",
+                "trained %",
+            ]
         )
-    runs = runs.assign(trained_pct=100 * runs["trainable_params"] / _plain_model_params(runs))
+    partial = partly_timed(runs)
+    runs = runs.assign(
+        trained_pct=100 * runs["trainable_params"] / _plain_model_params(runs),
+        partial=partial,
+        timed_s=runs["train_runtime_s"].where(~partial),
+        timed_rate=runs["train_examples_per_s"].where(~partial),
+    )
     grouped = runs.groupby(["task", "label"], sort=False)
     table = grouped.agg(
         **{
             "runs": ("run_id", "count"),
+            "partly timed": ("partial", "sum"),
             "train s (sum)": ("train_runtime_s", "sum"),
-            "train s (mean)": ("train_runtime_s", "mean"),
-            "examples/s": ("train_examples_per_s", "mean"),
+            "train s (mean)": ("timed_s", "mean"),
+            "examples/s": ("timed_rate", "mean"),
             "peak MB": ("peak_rss_mb", "max"),
             "trained %": ("trained_pct", "first"),
         }
