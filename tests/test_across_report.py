@@ -4,12 +4,15 @@ few-shot, verdicts, costs (records shaped as our runs write them)."""
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
-from adaptstudy.reporting.across import fusion as fu
+from adaptstudy.launch.sweep import plan as sweep_plan
+from adaptstudy.reporting.across.fusion import plan
+from adaptstudy.reporting.across.fusion import tables as fu
 from adaptstudy.reporting.across.hyperformer import claims as hyc
 from adaptstudy.reporting.across.hyperformer import tables as hy
 from adaptstudy.reporting.common import costs, load_runs, run_costs
-from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.finetune_config import FinetuneConfig, source_config
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 
 BACKBONE = 22_713_216
@@ -245,3 +248,68 @@ def test_costs_count_every_run_of_both_studies(tmp_path, fusion_run, multi_run):
     assert table.loc[("hyperformer", "hyperformer++"), "eval_s"] == 0.0  # no evaluation time in its record
     empty = run_costs(fusion_runs(tmp_path / "none"), "fusion")
     assert costs(pd.concat([empty, run_costs(hyper, "hyperformer", "label")])).shape[0] == 1
+
+
+# The fusion protocol: stage 1 trains the sources and chooses the rates on seed 0; stage 2 is generated from it.
+
+PROTOCOL = {"selection_split": True, "max_eval_examples": 500, "batch_size": 8}
+
+
+def protocol_run(fake_record, folder, task, method, selection, seed=0, **settings):
+    """A fusion-study run under the protocol, scoring `selection` on its selection split (every metric)."""
+    config = FinetuneConfig(task=task, method=method, seed=seed, **PROTOCOL, **settings)
+    metrics = {m: selection for m in ("accuracy", "f1", "mcc")}
+    return fake_record(
+        config,
+        60.0,
+        metric="accuracy",
+        folder=folder,
+        selection_metrics=metrics,
+        selection_metric_value=selection,
+        trainable_params=1000,
+        backbone_params=BACKBONE,
+    )
+
+
+def test_stage_1_gates_the_sources_on_their_selection_split_and_plans_seeds_1_to_3(tmp_path, fake_record, data_dir):
+    """The first round fused 13 sources of which 6 learned nothing (CoLA, WNLI, CB, ...). Under the protocol a source
+    is fused only if it beat the constant on its selection split; the target's own adapter always is."""
+    source = {"method": "pfeiffer", "adapter_size": 24, "learning_rate": 1e-3, "keep_adapter": True}
+    protocol_run(fake_record, tmp_path, "rte", **source, selection=51.0, max_train_examples=1000)  # majority 50.2
+    protocol_run(fake_record, tmp_path, "cola", **source, selection=30.0, max_train_examples=4000)  # Matthews
+    protocol_run(fake_record, tmp_path, "wnli", **source, selection=40.0, max_train_examples=4000)
+    for method, rates in (("head_only", (1e-3, 3e-3)), ("full", (3e-5, 1e-4))):
+        for rate, selection in zip(rates, (55.0, 58.0)):
+            protocol_run(fake_record, tmp_path, "rte", method, selection, learning_rate=rate, max_train_examples=1000)
+    runs = fusion_runs(tmp_path)
+    assert not runs["target_cell"].any()  # seed 0 chooses and trains the sources: it never reports
+    gate = fu.source_gate(runs).set_index("task")
+    assert gate["learned"].to_dict() == {"rte": False, "cola": True, "wnli": False}
+    assert gate.loc["rte", "constant"] == pytest.approx(50.2, abs=0.1)
+
+    grid = plan.report_grid(runs)
+    (block,) = grid["axes"]
+    assert block["task"] == ["rte"] and block["seed"] == [1, 2, 3] and block["max_train_examples"] == [1000]
+    assert block["method"]["head_only"]["learning_rate"] == [3e-3] and block["method"]["full"]["learning_rate"] == [
+        1e-4
+    ]
+    fusion = block["method"]["fusion"]
+    assert fusion["fusion_sources"] == [["rte", "cola"], ["rte"]]  # Fusion w/ ST-A, and the N = 1 control
+    settings = fusion["source_settings"][0]
+    assert settings["per_task"] == {
+        "rte": {"max_train_examples": 1000},
+        "cola": {"max_train_examples": 4000},
+        "wnli": {"max_train_examples": 4000},
+    }
+    path = tmp_path / "report.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    cells = sweep_plan(path, tmp_path / "stage2").cells
+    assert len(cells) == 15 and {c.config.seed for c in cells} == {1, 2, 3}
+    fused = [c.config for c in cells if c.config.method == "fusion"]
+    kept = {r["task"]: r["run_id"] for r in runs["record"] if r["config"]["keep_adapter"]}
+    assert all(source_config(t, f.source_settings).run_id == kept[t] for f in fused for t in f.fusion_sources)
+
+    first_round = FinetuneConfig(task="rte", method="full", seed=0, learning_rate=5e-5, max_train_examples=1000)
+    fake_record(first_round, 57.0, metric="accuracy", folder=tmp_path, trainable_params=1000, backbone_params=BACKBONE)
+    with pytest.raises(ValueError, match="not scored on a selection split"):
+        plan.report_grid(fusion_runs(tmp_path))

@@ -20,6 +20,7 @@ import pandas as pd
 
 from adaptstudy.data.metrics import compute_metrics
 from adaptstudy.data.tasks import load_task, resolve_task
+from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import task_splits
 from adaptstudy.runs.predictions import decode
 
@@ -108,6 +109,20 @@ def learned_nothing(record: dict, task: str | None = None) -> bool:
         score, check_constant = record["metrics"][f"{task}/{spec.main_metric}"], base.constant
         margin = noise_margin(spec.main_metric, reported_labels(record, task))
     return bool(score <= check_constant + margin)
+
+
+def selection_baseline(record: dict) -> Baseline:
+    """The constant baseline on the selection split a run scored (`selection_split`), cut as the run cut it."""
+    config = FinetuneConfig.model_validate({**record["config"], "data_dir": None, "results_dir": None})
+    return baseline(config.task_name, np.asarray(config.load_splits()["selection"]["label"]))
+
+
+def learned_on_selection(record: dict) -> bool:
+    """Whether a run's score on its selection split is above the constant's by more than noise (the rule of
+    `learned_nothing`, on the split that chooses: a gate that leaves the reported split untouched). The selection
+    split's predictions are not stored, so only the score is checked."""
+    base = selection_baseline(record)
+    return bool(record["selection_metrics"][base.check] > base.check_constant + base.margin)
 
 
 def flag_runs(runs: pd.DataFrame) -> pd.DataFrame:

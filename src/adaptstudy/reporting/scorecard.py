@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from adaptstudy.reporting.across import fusion
+from adaptstudy.reporting.across.fusion import tables as fusion
 from adaptstudy.reporting.across.hyperformer import claims as hyperformer_claims
 from adaptstudy.reporting.across.hyperformer import tables as hyperformer_tables
 from adaptstudy.reporting.claims import CLAIMS, Verdict

@@ -1,8 +1,10 @@
 """The AdapterFusion half of the "across tasks" chapter (study `fusion`): the paper's Table 1 for our targets, the
-fusion attention, and the claim that fusion beats the single-task adapter.
+fusion attention, the source adapters that learned, and the claims.
 
 Fusion records are single-task fine-tuning records (methods head_only, full, pfeiffer = ST-A, fusion); every table
-reports mean ± sd over seeds. Every function takes the runs of `load_runs`, labelled by `label_runs`.
+reports mean ± sd over seeds. Under the protocol (runs with a selection split) seed 0 trains the sources and chooses
+the rates, and only the other seeds report; the first round's runs (no selection split, seed 0 alone) report as they
+are until the protocol's replace them. Every function takes the runs of `load_runs`, labelled by `label_runs`.
 """
 
 from __future__ import annotations
@@ -12,9 +14,16 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.baselines import FLAG_NOTE, constants_by_task, flag_runs, flagged
+from adaptstudy.reporting.baselines import (
+    FLAG_NOTE,
+    constants_by_task,
+    flag_runs,
+    flagged,
+    learned_on_selection,
+    selection_baseline,
+)
 from adaptstudy.reporting.claims import Verdict, arm, declare, verdict_of, verdict_table
-from adaptstudy.reporting.common import config_column, mean_sd, scale_note
+from adaptstudy.reporting.common import SELECTION_SEED, config_column, mean_sd, scale_note
 from adaptstudy.reporting.evidence import Rule, Unit, contrast
 from adaptstudy.reporting.published import FUSION_COLUMNS, FUSION_NOT_OFFLINE, PFEIFFER_2021, published_frame
 
@@ -40,13 +49,39 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
             columns=[*CELL_COLUMNS, "method", "config.num_train_epochs", "record", "target_cell"]
         ).astype({"target_cell": bool})
     epochs = config_column(runs, "num_train_epochs", 0)
-    cells = [is_target_cell(t, m, e) for t, m, e in zip(runs["task"], runs["method"], epochs)]
+    chooses = config_column(runs, "selection_split", False).fillna(False).astype(bool) & (
+        runs["seed"] == SELECTION_SEED
+    )
+    cells = [is_target_cell(t, m, e) and not c for t, m, e, c in zip(runs["task"], runs["method"], epochs, chooses)]
     alone = [list(r["config"].get("fusion_sources") or []) == [r["task"]] for r in runs["record"]]
     return runs.assign(
         label=runs["method"].map(FUSION_LABEL).where(~np.array(alone, dtype=bool), ALONE),
         target_cell=np.array(cells, dtype=bool),
         score=runs["metric.accuracy"] if "metric.accuracy" in runs else np.nan,
     )
+
+
+def source_gate(runs: pd.DataFrame) -> pd.DataFrame:
+    """The source adapters trained under the protocol (`keep_adapter`, seed 0): per task its selection-split score,
+    the constant prediction's there and the noise margin, and whether it learned (`baselines.learned_on_selection`).
+    Only those that learned are fused in stage 2 (besides the target's own adapter, which every Fusion w/ ST-A has)."""
+    columns = ["task", "metric", "selection score", "constant", "margin", "learned", "run_id"]
+    sources = runs[config_column(runs, "keep_adapter", False).fillna(False).astype(bool)] if not runs.empty else runs
+    rows = []
+    for record in sources["record"] if not sources.empty else []:
+        base = selection_baseline(record)
+        rows.append(
+            {
+                "task": record["task"],
+                "metric": base.check,
+                "selection score": record["selection_metrics"][base.check],
+                "constant": base.check_constant,
+                "margin": base.margin,
+                "learned": learned_on_selection(record),
+                "run_id": record["run_id"],
+            }
+        )
+    return pd.DataFrame(rows, columns=columns).astype({"learned": bool})
 
 
 def flagged_cells(runs: pd.DataFrame) -> pd.DataFrame:
@@ -107,6 +142,14 @@ def fusion_scale_note(runs: pd.DataFrame) -> str:
     besides the seed-0 ST-A cells that double as sources."""
     if runs.empty:
         return scale_note(runs)
+    kept = config_column(runs, "keep_adapter", False).fillna(False).astype(bool)
+    if kept.any():  # the protocol: sources are cells of their own, of the selection seed
+        sources = runs[kept]
+        epochs = ", ".join(f"{e:g}" for e in sorted(sources["config.num_train_epochs"].unique()))
+        return scale_note(runs[runs["target_cell"]]) + (
+            f" Source adapters: {len(sources)} single-task runs of seed 0 ({epochs} epochs; "
+            f"{', '.join(sorted(sources['task']))}), scored on their selection splits; seeds 1-3 report."
+        )
     sources = runs[(runs["method"] == "pfeiffer") & (runs["config.num_train_epochs"] == 3) & (runs["seed"] == 0)]
     shared = sorted(sources.loc[sources["target_cell"], "task"])
     return (
@@ -177,8 +220,8 @@ SMALL_TARGETS = ("rte", "mrpc", "cb")
 
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
-    """The fusion claims on the table's cells (no setting was chosen on a seed, so every seed reports). Fusion trains
-    more parameters than ST-A (its fusion layers), which the verdict table says beside it."""
+    """The fusion claims on the table's cells (under the protocol, the seeds that chose nothing). Fusion trains more
+    parameters than ST-A (its fusion layers), which the verdict table says beside it."""
     cells = flagged_cells(runs)
 
     def unit(task: str, other: str = "st-a") -> Unit:

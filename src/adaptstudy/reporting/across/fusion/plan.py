@@ -1,0 +1,146 @@
+"""Stage 2 of the AdapterFusion half: the runs that report, from stage 1's records (`params/cpu/fusion_select.yaml`).
+
+    python -m adaptstudy.reporting.across.fusion.plan > params/cpu/fusion_report.yaml
+
+- Sources: those that learned on their selection split (`tables.source_gate`), named by the settings stage 1 trained
+  them with (`source_settings`: one run id, so no fusion cell trains a source again). A target's own adapter is in
+  its fusion whether it learned or not: Fusion w/ ST-A composes with the target's adapter by definition.
+- Per target, seeds 1-3: head only and full fine-tuning at the rates stage 1 chose on the selection split; ST-A with
+  its source's settings; Fusion w/ ST-A over the sources; the N = 1 control over the target's own adapter alone; both
+  fusions at `FUSION_RATE`, fixed before any run.
+
+Every run keeps its target's stage-1 schedule (data caps, epochs, batch, the selection split).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+
+from adaptstudy.reporting.across.fusion.tables import FUSION_TARGETS, source_gate
+from adaptstudy.reporting.common import (
+    SELECTION_SEED,
+    choice_score,
+    choose_learning_rates,
+    config_column,
+    shared_settings,
+    stage_2_main,
+)
+from adaptstudy.runs.finetune_config import FinetuneConfig, source_config
+
+SEEDS = [1, 2, 3]
+FUSION_RATE = 1e-4  # the first round's; the paper: 5e-5 for up to 10 epochs
+CHOSEN = ("head_only", "full")  # the columns whose rates stage 1 chooses
+NOT_SOURCE = {"task", "data_dir", "results_dir", "keep_adapter", "checkpoint_every_s"}
+PER_RUN = NOT_SOURCE | {"seed", "learning_rate", "method", "adapter_size"}
+SHOWN = ("backbone", "num_train_epochs", "max_seq_length", "batch_size")
+
+
+def source_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Stage 1's source adapters: the runs that kept their adapter, of the selection seed."""
+    kept = config_column(runs, "keep_adapter", False).fillna(False).astype(bool)
+    return runs[kept & (runs["seed"] == SELECTION_SEED)]
+
+
+def source_settings(sources: pd.DataFrame) -> dict:
+    """The `source_settings` that name these source runs: the settings they share (those not at their defaults), and
+    under `per_task` what differs per task. Checked: each source's run id comes out the same."""
+    defaults = {k: f.default for k, f in FinetuneConfig.model_fields.items()}
+    configs = {r["task"]: {k: v for k, v in r["config"].items() if k not in NOT_SOURCE} for r in sources["record"]}
+    first = next(iter(configs.values()))
+    shared = {k: v for k, v in first.items() if all(c.get(k) == v for c in configs.values())}
+    settings = {k: v for k, v in shared.items() if v != defaults.get(k)}
+    per_task = {
+        task: {k: v for k, v in config.items() if k not in shared and v != defaults.get(k)}
+        for task, config in configs.items()
+    }
+    per_task = {task: own for task, own in per_task.items() if own}
+    if per_task:
+        settings["per_task"] = per_task
+    for record in sources["record"]:
+        if source_config(record["task"], settings).run_id != record["run_id"]:
+            raise ValueError(f"the source settings do not name the source run {record['run_id']} ({record['task']})")
+    return settings
+
+
+def chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per target and chosen column: the rate with the best selection-split score among stage 1's runs."""
+    grid = runs[(runs["seed"] == SELECTION_SEED) & runs["method"].isin(CHOSEN) & runs["task"].isin(FUSION_TARGETS)]
+    return choose_learning_rates(grid, ["task", "method"])
+
+
+def report_grid(runs: pd.DataFrame, study: str = "fusion") -> dict:
+    """The stage-2 grid (a sweep file's mapping) from stage 1's runs."""
+    sources = source_runs(runs)
+    if sources.empty:
+        raise ValueError("no stage-1 source runs (keep_adapter, seed 0): run params/cpu/fusion_select.yaml first")
+    stage_1 = runs[runs["seed"] == SELECTION_SEED]
+    if choice_score(stage_1) != "selection_metric_value":
+        raise ValueError(
+            "some seed-0 runs were not scored on a selection split (the first round's): delete them "
+            "(git rm the fusion records without selection_split) and run params/cpu/fusion_select.yaml"
+        )
+    settings = source_settings(sources)
+    gate = source_gate(sources)
+    learned = sorted(gate.loc[gate["learned"], "task"])
+    chosen = chosen_rates(runs).set_index(["task", "method"])["learning_rate"]
+    blocks = []
+    for target in [t for t in FUSION_TARGETS if t in set(sources["task"])]:
+        schedule = _target_schedule(runs, target)
+        missing = [m for m in CHOSEN if (target, m) not in chosen]
+        if missing:
+            raise ValueError(f"stage 1 chose no rate for {target} {', '.join(missing)}: its seed-0 runs are missing")
+        own = source_config(target, settings)
+        fused = [target, *[t for t in learned if t != target]]
+        methods = {
+            **{m: {"learning_rate": [float(chosen[(target, m)])]} for m in CHOSEN},
+            "pfeiffer": {"adapter_size": [own.adapter_size], "learning_rate": [own.learning_rate]},
+            "fusion": {
+                "learning_rate": [FUSION_RATE],
+                "fusion_sources": [fused, [target]],  # Fusion w/ ST-A, and the N = 1 control
+                "source_settings": [settings],
+            },
+        }
+        blocks.append({"task": [target], **{k: [v] for k, v in schedule.items()}, "seed": SEEDS, "method": methods})
+    return {
+        "study": study,
+        "description": "stage 2: the reported seeds, fusion over the sources that learned (generated by "
+        "adaptstudy.reporting.across.fusion.plan)",
+        "fixed": {},
+        "axes": blocks,
+    }
+
+
+def _target_schedule(runs: pd.DataFrame, target: str) -> dict:
+    """The settings every stage-1 run of `target`'s columns shares (its data caps, epochs, batch, selection split)."""
+    mine = runs[(runs["task"] == target) & (runs["seed"] == SELECTION_SEED) & runs["method"].isin(CHOSEN)]
+    return shared_settings(mine["record"], PER_RUN, SHOWN)
+
+
+def choices_comment(runs: pd.DataFrame) -> str:
+    """The choices behind the grid, as YAML comment lines: the sources' gate, and each chosen rate."""
+    gate = source_gate(source_runs(runs)).rename(columns={"selection score": "score"})
+    lines = [
+        f"source {r.task}: {r.metric} {r.score:.1f} against a constant's {r.constant:.1f} + {r.margin:.1f} -> "
+        + ("fused" if r.learned else "left out (learned nothing)")
+        for r in gate.itertuples()
+    ]
+    lines += [f"{r.task} {r.method}: {r.learning_rate:g} (of {r.grid})" for r in chosen_rates(runs).itertuples()]
+    return "".join(f"#   {line}\n" for line in lines)
+
+
+HEADER = (
+    "# AdapterFusion under the protocol (issue 25), stage 2: seeds 1-3 of every column at the rates stage 1\n"
+    "# (fusion_select.yaml, seed 0) chose on the selection split. Generated; do not edit:\n"
+    "#   python -m adaptstudy.reporting.across.fusion.plan > params/cpu/fusion_report.yaml\n"
+    "# Sources (selection-split score) and choices:\n"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return stage_2_main(argv, "fusion", lambda runs: runs, report_grid, HEADER, choices_comment)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
