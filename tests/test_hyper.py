@@ -2,11 +2,14 @@
 
 import pytest
 import torch
-from transformers import AutoModel, AutoTokenizer
+from transformers import AutoModel, AutoTokenizer, Trainer, TrainingArguments
 
 from adaptstudy.data import load_task
 from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.methods.hyperformer import POSITIONS, HyperConfig, Hypernetworks, insert_adapters
+from adaptstudy.runs.base import ConfigError, validate
+from adaptstudy.runs.multitask_config import MultiTaskConfig
+from adaptstudy.training.multitask import build_multitask_model, hypernetwork_optimizer
 
 L, H = 6, 384
 TASKS = ("rte", "mrpc")
@@ -113,3 +116,24 @@ def test_a_new_task_embedding_can_be_added_for_few_shot_transfer():
     assert torch.equal(hyper.generate("cb")[0, 0].down_weight, hyper.generate("rte")[0, 0].down_weight)
     with pytest.raises(ValueError, match="already"):
         hyper.add_task("rte")
+
+
+def test_the_search_knobs_set_the_hypernetworks_init_and_their_own_learning_rate(tmp_path):
+    """CoLA stayed at Matthews 0 for every rate of both hypernetwork methods: the search (issue 25) varies the
+    hypernetworks' initial scale and gives them a rate apart from the heads'. Both leave earlier runs' ids alone."""
+    plain = MultiTaskConfig(tasks=TASKS, method="hyperformer++", learning_rate=1e-4)
+    config = plain.model_copy(update={"hypernetwork_init_std": 1e-2, "hypernetwork_learning_rate": 1e-3})
+    assert "hypernetwork_init_std" not in plain.identity() and config.run_id != plain.run_id
+    with pytest.raises(ConfigError, match="hypernetwork_learning_rate applies to the Hyperformer methods only"):
+        validate(MultiTaskConfig, {"tasks": TASKS, "method": "houlsby", "hypernetwork_learning_rate": 1e-3})
+    model = build_multitask_model(config)
+    generator = model.bert.hypernetworks.generators[0].down.weight
+    assert generator.std().item() == pytest.approx(1e-2, rel=0.05)
+    args = TrainingArguments(output_dir=str(tmp_path), learning_rate=1e-4, report_to=[], use_cpu=True)
+    optimizer = hypernetwork_optimizer(Trainer(model=model, args=args), 1e-3)
+    rates = {}
+    for group in optimizer.param_groups:
+        rates[group["lr"]] = rates.get(group["lr"], 0) + sum(p.numel() for p in group["params"])
+    hyper = sum(p.numel() for n, p in model.named_parameters() if n.startswith("bert.hypernetworks."))
+    trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert rates == {1e-3: hyper, 1e-4: trained - hyper} and 0 < hyper < trained

@@ -20,7 +20,12 @@ from adaptstudy.runs.base import Precision, RunConfig, validate
 class MultiTaskConfig(RunConfig):
     """One multi-task (or, with one task, single-task) run under the paper's splits and selection."""
 
-    NEUTRAL: ClassVar[dict[str, Any]] = {"adam_beta2": 0.999, "adam_epsilon": 1e-8}
+    NEUTRAL: ClassVar[dict[str, Any]] = {
+        "adam_beta2": 0.999,
+        "adam_epsilon": 1e-8,
+        "hypernetwork_init_std": None,
+        "hypernetwork_learning_rate": None,
+    }
     STUDY: ClassVar[str] = "multitask"
 
     tasks: tuple[str, ...] = Field(min_length=1, description="registered task names")
@@ -47,6 +52,18 @@ class MultiTaskConfig(RunConfig):
     )
     conditional_layer_norm: bool = Field(True, description="hyperformer: a generated layer norm inside each adapter")
     task_projector: bool = Field(True, description="hyperformer: the task embedding goes through the projector MLP")
+    hypernetwork_init_std: float | None = Field(
+        None,
+        gt=0,
+        description="hyperformer: the standard deviation of the adapter hypernetworks' initial weights (None: 1e-4, "
+        "generated adapters near the identity; the reference code: 1e-2)",
+    )
+    hypernetwork_learning_rate: float | None = Field(
+        None,
+        gt=0,
+        description="hyperformer: the learning rate of the hypernetworks and task embeddings (None: the run's "
+        "learning_rate, which the heads and layer norms keep)",
+    )
     transfer_from: dict[str, Any] | None = Field(
         None,
         description="few-shot transfer: the settings of a trained multi-task Hyperformer run; its hypernetworks and "
@@ -77,6 +94,9 @@ class MultiTaskConfig(RunConfig):
         for name in ("conditional_layer_norm", "task_projector"):
             if not getattr(self, name) and not hyper:
                 raise ValueError(f"{name}=False is a Hyperformer ablation; method {self.method!r} has no {name}")
+        for name in ("hypernetwork_init_std", "hypernetwork_learning_rate"):
+            if getattr(self, name) is not None and not hyper:
+                raise ValueError(f"{name} applies to the Hyperformer methods only; method {self.method!r} has none")
         if method.uses_top_k:
             raise ValueError("method 'top_k' is not offered for multi-task runs")
         if self.transfer_from is not None:

@@ -70,6 +70,28 @@ def build_multitask_model(config: MultiTaskConfig) -> MultiTaskModel:
     return model
 
 
+def hypernetwork_optimizer(trainer: Trainer, rate: float) -> torch.optim.Optimizer:
+    """The Trainer's optimizer, with the hypernetworks and task embeddings at `rate` and the rest (heads, layer
+    norms) at the run's rate; weight decay as the Trainer applies it (not on biases and layer norms)."""
+    decay = set(trainer.get_decay_parameter_names(trainer.model))
+    groups: dict[tuple[bool, bool], list] = {}
+    for name, param in trainer.model.named_parameters():
+        if param.requires_grad:
+            groups.setdefault((name.startswith("bert.hypernetworks."), name in decay), []).append(param)
+    optimizer_cls, kwargs = Trainer.get_optimizer_cls_and_kwargs(trainer.args, trainer.model)
+    return optimizer_cls(
+        [
+            {
+                "params": params,
+                "weight_decay": trainer.args.weight_decay if decayed else 0.0,
+                **({"lr": rate} if hyper else {}),
+            }
+            for (hyper, decayed), params in groups.items()
+        ],
+        **kwargs,
+    )
+
+
 def save_encoder(model: MultiTaskModel, config: MultiTaskConfig) -> Path:
     """The trained encoder with its hypernetworks (heads left out), for transfer runs; atomic, in the cache."""
     folder = config.artifact_dir()
@@ -144,6 +166,12 @@ def train_multitask(
     class _Trainer(Trainer):
         def get_train_dataloader(self):
             return _Loader(self.train_dataset, batch_sampler=sampler, collate_fn=self.data_collator)
+
+        def create_optimizer(self):
+            if config.hypernetwork_learning_rate is None:
+                return super().create_optimizer()
+            self.optimizer = hypernetwork_optimizer(self, config.hypernetwork_learning_rate)
+            return self.optimizer
 
     def score_epoch(state) -> None:
         start = time.perf_counter()

@@ -224,12 +224,14 @@ def hypernetwork_method(shared: bool) -> Callable[[nn.Module, object], nn.Module
 
     def prepare(model: nn.Module, config) -> nn.Module:
         tasks = tuple(getattr(config, "tasks", None) or (config.task_name,))
+        init_std = getattr(config, "hypernetwork_init_std", None)
         hyper = HyperConfig(
             tasks=tasks,
             shared=shared,
             adapter_size=config.adapter_size,
             conditional_layer_norm=getattr(config, "conditional_layer_norm", True),
             task_projector=getattr(config, "task_projector", True),
+            **({"init_std": init_std} if init_std is not None else {}),
         )
         torch.manual_seed(config.seed)
         insert_adapters(model.base_model, hyper).select(tasks[0])
