@@ -74,11 +74,11 @@ reproduce-peft: setup
 reproduce-dsp: setup
 	$(BIN)/python -m adaptstudy.sweep params/cpu/dsp.yaml
 
-# The across-tasks chapter at CPU scale (resumable): the Hyperformer learning rates first, then its comparison
+# The across-tasks chapter at CPU scale (resumable): the search that makes Hyperformer train, its learning rates, then its comparison
 # grid; then AdapterFusion as the Houlsby chapter: stage 1 trains the source adapters and chooses the targets' rates
 # on seed 0 and the selection split, stage 2's grid (the sources that learned, seeds 1-3) is generated from it.
 reproduce-across: setup
-	for g in params/cpu/hyperformer_lr.yaml params/cpu/hyperformer.yaml; do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
+	for g in params/cpu/hyperformer_search.yaml params/cpu/hyperformer_lr.yaml params/cpu/hyperformer.yaml; do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
 	$(BIN)/python -m adaptstudy.sweep params/cpu/fusion_select.yaml --workers 2 --threads 1
 	test -f params/cpu/fusion_report.yaml || { $(BIN)/python -m adaptstudy.reporting.across.fusion.plan > /tmp/fusion_report.yaml && mv /tmp/fusion_report.yaml params/cpu/fusion_report.yaml; }
 	$(BIN)/python -m adaptstudy.sweep params/cpu/fusion_report.yaml --workers 2 --threads 1

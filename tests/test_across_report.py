@@ -10,6 +10,7 @@ from adaptstudy.launch.sweep import plan as sweep_plan
 from adaptstudy.reporting.across.fusion import plan
 from adaptstudy.reporting.across.fusion import tables as fu
 from adaptstudy.reporting.across.hyperformer import claims as hyc
+from adaptstudy.reporting.across.hyperformer import search
 from adaptstudy.reporting.across.hyperformer import tables as hy
 from adaptstudy.reporting.common import costs, load_runs, run_costs
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config
@@ -313,3 +314,25 @@ def test_stage_1_gates_the_sources_on_their_selection_split_and_plans_seeds_1_to
     fake_record(first_round, 57.0, metric="accuracy", folder=tmp_path, trainable_params=1000, backbone_params=BACKBONE)
     with pytest.raises(ValueError, match="not scored on a selection split"):
         plan.report_grid(fusion_runs(tmp_path))
+
+
+def test_the_hyperformer_search_marks_what_learned_cola_and_picks_by_its_rule(tmp_path, fake_record):
+    """The rule, fixed before the runs: the best mean validation among the hypernetwork runs that learned CoLA."""
+    tasks = ("cola", "sst2", "mrpc", "stsb", "rte")
+
+    def run(method, validation, cola, **knobs):
+        config = MultiTaskConfig(tasks=tasks, method=method, seed=0, max_train_examples=4000, **knobs)
+        scores = {f"{t}/{m}": 60.0 for t in tasks for m in ("accuracy", "f1", "pearson", "spearman")}
+        scores |= {"cola/mcc": cola, "rte/accuracy": 52.0}
+        fake_record(config, [60.0] * 5, folder=tmp_path, validation_mean=validation, validation_metrics=scores)
+
+    run("houlsby", 70.0, 20.0)  # the best, but not a hypernetwork method
+    run("hyperformer++", 65.0, 0.0)  # CoLA's constant: never chosen
+    run("hyperformer++", 60.0, 15.0, hypernetwork_init_std=1e-2)
+    run("hyperformer++", 62.0, 12.0, hypernetwork_init_std=1e-2, hypernetwork_learning_rate=1e-3)
+    table = search.search_table(hy.label_runs(load_runs(tmp_path)))
+    learned = dict(zip(table["validation"], table["cola learned"]))
+    assert learned == {70.0: True, 65.0: False, 60.0: True, 62.0: True}  # CoLA's margin on 500 examples: 7.4
+    assert not table["rte learned"].any()  # 52.0 against RTE's half of dev: within noise of its majority
+    chosen = table[table["chosen"]]
+    assert chosen["validation"].tolist() == [62.0] and chosen["hypernetwork rate"].tolist() == [1e-3]

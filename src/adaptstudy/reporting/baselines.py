@@ -66,9 +66,11 @@ def noise_margin(metric: str, labels: np.ndarray) -> float:
 
 
 @cache
-def _labels(task: str, data_seed: int, resplit_train_share, max_eval_examples, multitask: bool) -> np.ndarray:
+def _labels(
+    task: str, data_seed: int, resplit_train_share, max_eval_examples, multitask: bool, split: str = "test"
+) -> np.ndarray:
     if multitask:
-        return np.asarray(task_splits(task, None, data_seed, None, max_eval_examples)["test"]["label"])
+        return np.asarray(task_splits(task, None, data_seed, None, max_eval_examples)[split]["label"])
     spec = resolve_task(task)
     splits = load_task(task, None, None, data_seed, resplit_train_share, max_eval_examples)
     return np.asarray(splits[spec.eval_split]["label"])
@@ -115,6 +117,16 @@ def selection_baseline(record: dict) -> Baseline:
     """The constant baseline on the selection split a run scored (`selection_split`), cut as the run cut it."""
     config = FinetuneConfig.model_validate({**record["config"], "data_dir": None, "results_dir": None})
     return baseline(config.task_name, np.asarray(config.load_splits()["selection"]["label"]))
+
+
+def validation_learned(record: dict, task: str) -> tuple[float, Baseline, bool]:
+    """A multi-task run's score on `task`'s validation split (the split the Hyperformer paper's rule selects on), the
+    constant baseline there, and whether the score is above it by more than noise."""
+    config = record["config"]
+    labels = _labels(task, config.get("data_seed", 0), None, config.get("max_eval_examples"), True, "validation")
+    base = baseline(task, labels)
+    score = record["validation_metrics"][f"{task}/{base.check}"]
+    return score, base, bool(score > base.check_constant + base.margin)
 
 
 def learned_on_selection(record: dict) -> bool:

@@ -1,0 +1,45 @@
+"""The documented search that makes the hypernetwork methods train (study `hyperformer_search`, issue 25): per run,
+what it changed, its mean validation score, and whether it learned CoLA and RTE on validation (above the constant
+prediction by more than noise), the decision rule's inputs (`params/cpu/hyperformer_search.yaml`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from adaptstudy.reporting.baselines import validation_learned
+
+WATCHED = ("cola", "rte")  # the tasks the first round never learned
+KNOBS = {
+    "hypernetwork_init_std": "init std",
+    "hypernetwork_learning_rate": "hypernetwork rate",
+    "conditional_layer_norm": "conditional LN",
+}
+
+
+def search_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run of the search (labelled by `tables.label_runs`): method and tasks, the settings it changed,
+    the mean validation score, and per watched task its validation score and whether it learned. `chosen` marks the
+    decision rule's pick: the best mean validation among the hypernetwork runs that learned CoLA."""
+    columns = ["label", "tasks", "cap", *KNOBS.values(), "validation"]
+    columns += [f"{t} {what}" for t in WATCHED for what in ("validation", "learned")] + ["chosen"]
+    if runs.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for (_, run), record in zip(runs.iterrows(), runs["record"]):
+        row = {
+            "label": run["label"],
+            "tasks": "+".join(run["tasks"]),
+            "cap": run["cap"],
+            "validation": run["validation"],
+        }
+        row.update({name: record["config"].get(knob) for knob, name in KNOBS.items()})
+        for task in WATCHED:
+            score, _, learned = validation_learned(record, task) if task in run["tasks"] else (None, None, None)
+            row[f"{task} validation"], row[f"{task} learned"] = score, learned
+        rows.append(row)
+    table = pd.DataFrame(rows, columns=columns[:-1])
+    eligible = table["label"].str.startswith("hyperformer") & table["cola learned"].eq(True)
+    table["chosen"] = False
+    if eligible.any():
+        table.loc[table.loc[eligible, "validation"].idxmax(), "chosen"] = True
+    return table
