@@ -164,12 +164,8 @@ class FinetuneConfig(RunConfig):
                     f"fusion_sources must be at least two distinct tasks, or the target task alone (the N = 1 "
                     f"control), got {list(self.fusion_sources)} for task {self.task!r}"
                 )
-            own = set(self.source_settings.get("per_task") or {}) - set(self.fusion_sources)
-            if own:
-                raise ValueError(
-                    f"source_settings.per_task names {sorted(own)}, which are not among fusion_sources "
-                    f"{list(self.fusion_sources)}"
-                )
+            for task in self.source_settings.get("per_task") or {}:  # one set of settings may serve several fusions
+                resolve_task(task)
             for task in self.fusion_sources:
                 source_config(task, self.source_settings)
         if self.keep_adapter and self.method not in SOURCE_METHODS:

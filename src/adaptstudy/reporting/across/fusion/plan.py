@@ -18,12 +18,11 @@ import sys
 
 import pandas as pd
 
-from adaptstudy.reporting.across.fusion.tables import FUSION_TARGETS, source_gate
+from adaptstudy.reporting.across.fusion.tables import FUSION_TARGETS, protocol_sources, source_gate
 from adaptstudy.reporting.common import (
     SELECTION_SEED,
     choice_score,
     choose_learning_rates,
-    config_column,
     shared_settings,
     stage_2_main,
 )
@@ -38,9 +37,9 @@ SHOWN = ("backbone", "num_train_epochs", "max_seq_length", "batch_size")
 
 
 def source_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Stage 1's source adapters: the runs that kept their adapter, of the selection seed."""
-    kept = config_column(runs, "keep_adapter", False).fillna(False).astype(bool)
-    return runs[kept & (runs["seed"] == SELECTION_SEED)]
+    """Stage 1's source adapters: the runs that kept their adapter, scored on a selection split, of the selection
+    seed."""
+    return runs[protocol_sources(runs) & (runs["seed"] == SELECTION_SEED)]
 
 
 def source_settings(sources: pd.DataFrame) -> dict:

@@ -61,12 +61,18 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def protocol_sources(runs: pd.DataFrame) -> pd.Series:
+    """The source adapters trained under the protocol: kept (`keep_adapter`) and scored on a selection split."""
+    kept = config_column(runs, "keep_adapter", False).fillna(False).astype(bool)
+    return kept & config_column(runs, "selection_split", False).fillna(False).astype(bool)
+
+
 def source_gate(runs: pd.DataFrame) -> pd.DataFrame:
     """The source adapters trained under the protocol (`keep_adapter`, seed 0): per task its selection-split score,
     the constant prediction's there and the noise margin, and whether it learned (`baselines.learned_on_selection`).
     Only those that learned are fused in stage 2 (besides the target's own adapter, which every Fusion w/ ST-A has)."""
     columns = ["task", "metric", "selection score", "constant", "margin", "learned", "run_id"]
-    sources = runs[config_column(runs, "keep_adapter", False).fillna(False).astype(bool)] if not runs.empty else runs
+    sources = runs[protocol_sources(runs)] if not runs.empty else runs
     rows = []
     for record in sources["record"] if not sources.empty else []:
         base = selection_baseline(record)
@@ -142,7 +148,7 @@ def fusion_scale_note(runs: pd.DataFrame) -> str:
     besides the seed-0 ST-A cells that double as sources."""
     if runs.empty:
         return scale_note(runs)
-    kept = config_column(runs, "keep_adapter", False).fillna(False).astype(bool)
+    kept = protocol_sources(runs)
     if kept.any():  # the protocol: sources are cells of their own, of the selection seed
         sources = runs[kept]
         epochs = ", ".join(f"{e:g}" for e in sorted(sources["config.num_train_epochs"].unique()))
