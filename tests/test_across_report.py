@@ -289,7 +289,7 @@ def test_stage_1_gates_the_sources_on_their_selection_split_and_plans_seeds_1_to
     assert gate.loc["rte", "constant"] == pytest.approx(50.2, abs=0.1)
 
     grid = plan.report_grid(runs)
-    (block,) = grid["axes"]
+    block, *over_mt_a = grid["axes"]
     assert block["task"] == ["rte"] and block["seed"] == [1, 2, 3] and block["max_train_examples"] == [1000]
     assert block["method"]["head_only"]["learning_rate"] == [3e-3] and block["method"]["full"]["learning_rate"] == [
         1e-4
@@ -305,10 +305,23 @@ def test_stage_1_gates_the_sources_on_their_selection_split_and_plans_seeds_1_to
     path = tmp_path / "report.yaml"
     path.write_text(yaml.safe_dump(grid))
     cells = sweep_plan(path, tmp_path / "stage2").cells
-    assert len(cells) == 15 and {c.config.seed for c in cells} == {1, 2, 3}
-    fused = [c.config for c in cells if c.config.method == "fusion"]
+    assert len(cells) == 18 and {c.config.seed for c in cells} == {1, 2, 3}
+    fused = [c.config for c in cells if c.config.method == "fusion" and c.config.fusion_from is None]
     kept = {r["task"]: r["run_id"] for r in runs["record"] if r["config"]["keep_adapter"]}
     assert all(source_config(t, f.source_settings).run_id == kept[t] for f in fused for t in f.fusion_sources)
+    # Fusion w/ MT-A: per seed, over the adapters of MT-A's run of that seed (on the targets and the learned sources)
+    over = sorted((c.config for c in cells if c.config.fusion_from is not None), key=lambda c: c.seed)
+    assert [(c.seed, c.mt_source().seed, c.fusion_sources) for c in over] == [
+        (s, s, ("rte", "cola")) for s in (1, 2, 3)
+    ]
+    mt_a = over[0].mt_source()
+    assert (mt_a.method, mt_a.tasks, mt_a.split_rule, mt_a.temperature) == (
+        "task_adapters",
+        ("cola", "rte"),
+        "selection",
+        1.0,
+    )
+    assert len(over_mt_a) == 3
 
     first_round = FinetuneConfig(task="rte", method="full", seed=0, learning_rate=5e-5, max_train_examples=1000)
     fake_record(first_round, 57.0, metric="accuracy", folder=tmp_path, trainable_params=1000, backbone_params=BACKBONE)

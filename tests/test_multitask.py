@@ -1,13 +1,17 @@
 """Multi-task training: the paper's split rule on real GLUE data, temperature sampling, one task per batch."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
 
+from adaptstudy.common.files import is_complete
 from adaptstudy.data import load_task, resolve_task
 from adaptstudy.data.sampling import TemperatureBatchSampler, sampling_probabilities
 from adaptstudy.data.splits import selection_splits
 from adaptstudy.runs.base import ConfigError, validate
+from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.training.multitask import build_multitask_model, train_multitask
 from adaptstudy.training.runner import run
@@ -141,3 +145,64 @@ def test_a_shared_adapter_run_checkpoints_and_resumes_to_the_same_scores(data_di
     resumed = train_multitask(config, checkpoint_dir=checkpoints, write=False)
     assert resumed["resumed_from_step"] >= 1
     assert resumed["metrics"] == pytest.approx(first["metrics"], abs=1e-6)
+
+
+# AdapterFusion's MT-A: an adapter per task and the encoder, trained jointly; Fusion w/ MT-A over them.
+
+MT_A = {"tasks": ("rte", "mrpc"), "method": "task_adapters", "adapter_size": 8, "max_train_examples": 16}
+MT_A |= {
+    "max_eval_examples": 16,
+    "max_seq_length": 48,
+    "batch_size": 8,
+    "num_train_epochs": 1,
+    "split_rule": "selection",
+}
+
+
+def test_the_selection_rule_gives_a_multitask_run_the_single_task_runs_splits(data_dir):
+    """MT-A's column sits beside single-task columns that select on the selection split and report the dev set."""
+    multi = MultiTaskConfig(**MT_A).load_splits()["rte"]
+    single = FinetuneConfig(task="rte", selection_split=True, max_train_examples=16, max_eval_examples=16).load_splits()
+    for mine, theirs in (("train", "train"), ("validation", "selection"), ("test", "dev")):
+        assert list(multi[mine]["text_a"]) == list(single[theirs]["text_a"])
+    assert "split_rule" not in MultiTaskConfig(**{**MT_A, "split_rule": "hyperformer"}).identity()  # ids kept
+
+
+@pytest.mark.slow
+def test_mt_a_trains_an_adapter_per_task_with_the_encoder_and_fusion_over_it_starts_from_both(
+    tmp_path, data_dir, monkeypatch
+):
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    fused = FinetuneConfig(
+        task="rte",
+        method="fusion",
+        fusion_sources=("rte", "mrpc"),
+        fusion_from=MT_A,
+        max_train_examples=16,
+        max_eval_examples=16,
+        max_seq_length=48,
+        batch_size=8,
+        num_train_epochs=1,
+        results_dir=str(tmp_path / "fusion"),
+    )
+    record = run(fused)  # trains MT-A first: its record goes beside the fusion run's
+    mt_a = fused.mt_source()
+    (mt_record,) = [r for r in map(_read, (tmp_path / "fusion").glob("*.json")) if r["method"] == "task_adapters"]
+    assert mt_record["run_id"] == mt_a.run_id and set(mt_record["metrics"]) >= {"rte/accuracy", "mrpc/accuracy"}
+    assert mt_record["trainable_params"] > 0.9 * mt_record["backbone_params"]  # the encoder trains too
+    assert all(is_complete(f) for f in mt_a.task_adapter_folders().values())
+    assert (mt_a.encoder_folder() / "model.safetensors").is_file()
+    assert record["status"] == "ok" and set(record["fusion_attention"]) == {"rte", "mrpc"}
+    assert fused.identity()["fusion_from"] == mt_a.run_id
+
+    model = build_multitask_model(mt_a)  # each batch runs its own task's adapter
+    model.bert.select_task("mrpc")
+    assert "source_mrpc" in str(model.bert.active_adapters) and "source_rte" not in str(model.bert.active_adapters)
+    with pytest.raises(ConfigError, match="fusion_from needs a multi-task run of method 'task_adapters'"):
+        validate(FinetuneConfig, {**fused.model_dump(), "fusion_from": {**MT_A, "method": "houlsby"}})
+    with pytest.raises(ConfigError, match=r"fusion_sources \['sst2'\] have no adapter"):
+        validate(FinetuneConfig, {**fused.model_dump(), "fusion_sources": ("rte", "sst2")})
+
+
+def _read(path):
+    return json.loads(path.read_text())

@@ -18,9 +18,17 @@ from adaptstudy.data.builders import BUILDERS
 from adaptstudy.data.errors import DataNotFoundError
 from adaptstudy.data.readers import DATA_ENV, load_from_hub, read_split
 from adaptstudy.data.spec import TASKS, TaskSpec
-from adaptstudy.data.splits import resplit, subsample
+from adaptstudy.data.splits import carve_selection, resplit, subsample
 
-__all__ = ["TASKS", "TaskSpec", "load_selection_file", "load_task", "resolve_data_dir", "resolve_task"]
+__all__ = [
+    "TASKS",
+    "TaskSpec",
+    "load_selection_file",
+    "load_task",
+    "resolve_data_dir",
+    "resolve_task",
+    "with_selection",
+]
 
 
 def resolve_task(task: str | TaskSpec | Mapping) -> TaskSpec:
@@ -88,3 +96,15 @@ def load_selection_file(task: str | TaskSpec | Mapping, data_dir: str | os.PathL
             f"mirror only (set {DATA_ENV} or data_dir to it)"
         )
     return read_split(spec, path)
+
+
+def with_selection(splits: DatasetDict, task: str | TaskSpec | Mapping, data_dir=None) -> DatasetDict:
+    """`splits` with a `selection` split, on which settings are chosen: the task's own (`selection_file`, its
+    training data kept whole), else carved from train (`splits.carve_selection`: the same for every run)."""
+    spec = resolve_task(task)
+    splits = DatasetDict(splits)
+    if spec.selection_file:
+        splits["selection"] = load_selection_file(spec, data_dir)
+    else:
+        splits["train"], splits["selection"] = carve_selection(splits["train"], spec)
+    return splits

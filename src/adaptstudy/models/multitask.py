@@ -30,6 +30,9 @@ class MultiTaskModel(nn.Module):
         hypernetworks = getattr(self.bert, "hypernetworks", None)
         if hypernetworks is not None:
             hypernetworks.select(task)
+        select_task = getattr(self.bert, "select_task", None)  # an adapter per task (MT-A)
+        if select_task is not None:
+            select_task(task)
         pooled = self.bert(
             input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
         ).pooler_output

@@ -67,10 +67,16 @@ def noise_margin(metric: str, labels: np.ndarray) -> float:
 
 @cache
 def _labels(
-    task: str, data_seed: int, resplit_train_share, max_eval_examples, multitask: bool, split: str = "test"
+    task: str,
+    data_seed: int,
+    resplit_train_share,
+    max_eval_examples,
+    multitask: bool,
+    split: str = "test",
+    split_rule: str = "hyperformer",
 ) -> np.ndarray:
     if multitask:
-        return np.asarray(task_splits(task, None, data_seed, None, max_eval_examples)[split]["label"])
+        return np.asarray(task_splits(task, None, data_seed, None, max_eval_examples, split_rule)[split]["label"])
     spec = resolve_task(task)
     splits = load_task(task, None, None, data_seed, resplit_train_share, max_eval_examples)
     return np.asarray(splits[spec.eval_split]["label"])
@@ -87,6 +93,7 @@ def reported_labels(record: dict, task: str | None = None) -> np.ndarray:
         config.get("resplit_train_share"),
         config.get("max_eval_examples"),
         multitask,
+        split_rule=config.get("split_rule", "hyperformer"),
     )
 
 
@@ -123,7 +130,15 @@ def validation_learned(record: dict, task: str) -> tuple[float, Baseline, bool]:
     """A multi-task run's score on `task`'s validation split (the split the Hyperformer paper's rule selects on), the
     constant baseline there, and whether the score is above it by more than noise."""
     config = record["config"]
-    labels = _labels(task, config.get("data_seed", 0), None, config.get("max_eval_examples"), True, "validation")
+    labels = _labels(
+        task,
+        config.get("data_seed", 0),
+        None,
+        config.get("max_eval_examples"),
+        True,
+        "validation",
+        config.get("split_rule", "hyperformer"),
+    )
     base = baseline(task, labels)
     score = record["validation_metrics"][f"{task}/{base.check}"]
     return score, base, bool(score > base.check_constant + base.margin)
@@ -138,13 +153,14 @@ def learned_on_selection(record: dict) -> bool:
 
 
 def flag_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Single-task runs with `constant` (the main metric of the constant prediction on their reported split) and
-    `learned_nothing`."""
+    """Runs (single-task, or a multi-task record's row for one of its tasks) with `constant` (the main metric of the
+    constant prediction on their reported split) and `learned_nothing`."""
     if runs.empty:
         return runs.assign(constant=pd.Series(dtype=float), learned_nothing=pd.Series(dtype=bool))
+    pairs = list(zip(runs["record"], runs["task"]))  # a multi-task record: one row per task it reports
     return runs.assign(
-        constant=[record_baseline(r).constant for r in runs["record"]],
-        learned_nothing=np.array([learned_nothing(r) for r in runs["record"]], dtype=bool),
+        constant=[record_baseline(r, t).constant for r, t in pairs],
+        learned_nothing=np.array([learned_nothing(r, t) for r, t in pairs], dtype=bool),
     )
 
 
@@ -163,6 +179,6 @@ def constants_by_task(runs: pd.DataFrame, metric: str | None = None) -> dict[str
     split)."""
     firsts = runs.drop_duplicates("task")
     return {
-        task: record_baseline(record).constants[metric or resolve_task(task).main_metric]
+        task: record_baseline(record, task).constants[metric or resolve_task(task).main_metric]
         for task, record in zip(firsts["task"], firsts["record"])
     }

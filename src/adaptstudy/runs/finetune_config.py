@@ -11,12 +11,13 @@ from pydantic import Field, model_validator
 from transformers import AutoConfig
 
 from adaptstudy.common.paths import cache_root
-from adaptstudy.data.splits import carve_selection, subsample
-from adaptstudy.data.tasks import load_selection_file, load_task, resolve_task
+from adaptstudy.data.splits import subsample
+from adaptstudy.data.tasks import load_task, resolve_task, with_selection
 from adaptstudy.models.backbones import BACKBONES, check_backbone, resolve_backbone
 from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.artifacts import ADAPTER_FAMILY, FULL_MODES, STACKABLE, artifact_base
 from adaptstudy.runs.base import Precision, RunConfig, validate
+from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import Reference, artifact_folder, reference_meta
 
 SOURCE_METHODS = ("pfeiffer", "houlsby")  # bottleneck adapters: what Fuse combines
@@ -41,6 +42,7 @@ class FinetuneConfig(RunConfig):
         "adam_epsilon": 1e-8,
         "fusion_sources": None,
         "source_settings": None,
+        "fusion_from": None,
         "max_steps": None,
         "selection_split": False,
     }
@@ -119,6 +121,11 @@ class FinetuneConfig(RunConfig):
         description="fusion: the settings of the single-task runs that train the source adapters "
         "(method, size, rate, ...); `per_task: {task: {setting: value}}` overrides them for some sources",
     )
+    fusion_from: dict[str, Any] | None = Field(
+        None,
+        description="fusion over a multi-task run's adapters instead (AdapterFusion's Fusion w/ MT-A): that run's "
+        "settings (method task_adapters); this run starts from its encoder and fuses its adapters of fusion_sources",
+    )
     keep_adapter: bool = Field(
         False,
         description="keep the trained adapter in the cache as a fusion source (so a grid can train its sources as "
@@ -151,11 +158,23 @@ class FinetuneConfig(RunConfig):
             raise ValueError(
                 f"adapter_variant={self.adapter_variant!r} applies only to method 'houlsby', not {self.method!r}"
             )
-        if (self.method == "fusion") != (self.fusion_sources is not None) or (self.fusion_sources is None) != (
-            self.source_settings is None
-        ):
-            raise ValueError("method 'fusion' needs fusion_sources and source_settings, and only it takes them")
-        if self.fusion_sources is not None:
+        given = sum(x is not None for x in (self.source_settings, self.fusion_from))
+        if (self.method == "fusion") != (self.fusion_sources is not None) or given != (self.method == "fusion"):
+            raise ValueError(
+                "method 'fusion' needs fusion_sources and source_settings (or instead fusion_from: a multi-task "
+                "run's adapters), and only it takes them"
+            )
+        if self.fusion_from is not None:
+            mt = self.mt_source()
+            if mt.method != "task_adapters" or mt.backbone != self.backbone or self.init_from is not None:
+                raise ValueError(
+                    f"fusion_from needs a multi-task run of method 'task_adapters' on backbone {self.backbone!r} and "
+                    f"no init_from, got method {mt.method!r} on {mt.backbone!r}"
+                )
+            missing = sorted(set(self.fusion_sources) - set(mt.tasks))
+            if missing:
+                raise ValueError(f"fusion_sources {missing} have no adapter in the fusion_from run (tasks {mt.tasks})")
+        if self.source_settings is not None:
             alone = tuple(self.fusion_sources) == (self.task,)  # the N = 1 control: capacity without composition
             if len(set(self.fusion_sources)) != len(self.fusion_sources) or (
                 len(self.fusion_sources) < 2 and not alone
@@ -199,7 +218,13 @@ class FinetuneConfig(RunConfig):
             updates["adapter_size"] = method.default_adapter_size
         return self.model_copy(update=updates)
 
+    def mt_source(self):
+        """fusion_from: the multi-task run whose adapters this run fuses."""
+        return validate(MultiTaskConfig, self.fusion_from, what="fusion_from setting").resolved()
+
     def refine_identity(self, identity: dict[str, Any]) -> dict[str, Any]:
+        if self.fusion_from is not None:
+            identity["fusion_from"] = self.mt_source().run_id  # the multi-task run, wherever its files are
         if self.init_from is not None:
             identity["init_from"] = reference_meta(self.init_from)[
                 "run_id"
@@ -226,17 +251,16 @@ class FinetuneConfig(RunConfig):
             max_eval_examples=self.max_eval_examples,
         )
         if self.selection_split:
-            spec = resolve_task(self.task)
-            if spec.selection_file:  # FewGLUE: its own dev32, the 32 training examples kept whole
-                splits["selection"] = load_selection_file(spec, self.data_dir)
-            else:
-                splits["train"], splits["selection"] = carve_selection(splits["train"], spec)
+            splits = with_selection(splits, self.task, self.data_dir)
             if limit is not None:
                 splits["train"] = subsample(splits["train"], limit, self.data_seed)
         return splits
 
     def source_adapter_folders(self) -> dict[str, Path]:
-        """fusion: per source task, where its trained single-task adapter is (or will be) in the cache."""
+        """fusion: per source task, where its trained adapter is (or will be) in the cache: its single-task run's, or
+        the fusion_from run's."""
+        if self.fusion_from is not None:
+            return {task: self.mt_source().task_adapter_folders()[task] for task in self.fusion_sources}
         return {task: source_folder(source_config(task, self.source_settings)) for task in self.fusion_sources}
 
 
@@ -285,6 +309,8 @@ def check_init_from(
 
 def initial_weights(config) -> str:
     """The folder or Hub id whose weights a fine-tuning run starts from."""
+    if getattr(config, "fusion_from", None) is not None:
+        return str(config.mt_source().encoder_folder())
     if config.init_from is None:
         return resolve_backbone(config.backbone)
     base = artifact_base(artifact_folder(config.init_from))

@@ -4,14 +4,14 @@ the method, temperature sampling, and the Hyperformer paper's splits and model s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from datasets import DatasetDict
 from pydantic import Field, model_validator
 
 from adaptstudy.common.paths import cache_root
 from adaptstudy.data.splits import selection_splits, subsample
-from adaptstudy.data.tasks import load_task, resolve_task
+from adaptstudy.data.tasks import load_task, resolve_task, with_selection
 from adaptstudy.models.backbones import check_backbone
 from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.base import Precision, RunConfig, validate
@@ -25,6 +25,7 @@ class MultiTaskConfig(RunConfig):
         "adam_epsilon": 1e-8,
         "hypernetwork_init_std": None,
         "hypernetwork_learning_rate": None,
+        "split_rule": "hyperformer",
     }
     STUDY: ClassVar[str] = "multitask"
 
@@ -41,6 +42,13 @@ class MultiTaskConfig(RunConfig):
     max_seq_length: int = Field(128, ge=8, le=4096)
     batch_size: int = Field(32, ge=1)
     temperature: float = Field(10.0, ge=1.0, description="task sampling: p_t ∝ n_t^(1/T)")
+    split_rule: Literal["hyperformer", "selection"] = Field(
+        "hyperformer",
+        description="hyperformer: the paper's split rule (a task under 10k training examples gives half its dev set "
+        "for validation, half as the test set); selection: the selection split carved from training (FewGLUE: its "
+        "dev32) validates and the dev set is the test set, as single-task runs with `selection_split` (AdapterFusion's "
+        "MT-A beside its single-task columns)",
+    )
     eval_every_epochs: int = Field(
         1,
         ge=1,
@@ -136,22 +144,46 @@ class MultiTaskConfig(RunConfig):
     def artifact_dir(self) -> Path:
         return cache_root() / "multitask" / self.run_id
 
+    def encoder_folder(self) -> Path:
+        """method task_adapters: the trained encoder without its adapters, a model folder `from_pretrained` reads."""
+        return self.artifact_dir() / "encoder"
+
+    def task_adapter_folders(self) -> dict[str, Path]:
+        """method task_adapters: each task's trained adapter, in the `adapters` format."""
+        return {task: self.artifact_dir() / "adapters" / task for task in self.tasks}
+
     def load_splits(self) -> dict[str, DatasetDict]:
         """Per task: train (capped), validation and test, by the paper's rule."""
         return {
-            task: task_splits(task, self.data_dir, self.data_seed, self.max_train_examples, self.max_eval_examples)
+            task: task_splits(
+                task, self.data_dir, self.data_seed, self.max_train_examples, self.max_eval_examples, self.split_rule
+            )
             for task in self.tasks
         }
 
 
 def task_splits(
-    task: str, data_dir, data_seed: int, max_train_examples: int | None, max_eval_examples: int | None
+    task: str,
+    data_dir,
+    data_seed: int,
+    max_train_examples: int | None,
+    max_eval_examples: int | None,
+    split_rule: str = "hyperformer",
 ) -> DatasetDict:
-    """One task's train (capped), validation and test by the Hyperformer paper's rule, as a multi-task run sees them."""
-    splits = selection_splits(load_task(task, data_dir), resolve_task(task), data_seed)
+    """One task's train (capped), validation and test as a multi-task run sees them (`MultiTaskConfig.split_rule`):
+    by the Hyperformer paper's rule (validation and test capped), or validation the selection split and test the dev
+    set (capped), exactly as a single-task run with `selection_split` sees them."""
+    spec = resolve_task(task)
+    if split_rule == "selection":
+        splits = with_selection(
+            load_task(task, data_dir, None, data_seed, max_eval_examples=max_eval_examples), spec, data_dir
+        )
+        splits = DatasetDict(validation=splits["selection"], test=splits[spec.eval_split], train=splits["train"])
+    else:
+        splits = selection_splits(load_task(task, data_dir), spec, data_seed)
+        if max_eval_examples is not None:
+            for split in ("validation", "test"):
+                splits[split] = subsample(splits[split], max_eval_examples, data_seed)
     if max_train_examples is not None:
         splits["train"] = subsample(splits["train"], max_train_examples, data_seed)
-    if max_eval_examples is not None:
-        for split in ("validation", "test"):
-            splits[split] = subsample(splits[split], max_eval_examples, data_seed)
     return splits

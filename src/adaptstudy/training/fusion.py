@@ -12,7 +12,8 @@ from torch import nn
 from adaptstudy.common.files import atomic_folder, mark_complete, read_marker
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.models.methods import ADAPTER_NAME, is_head
-from adaptstudy.models.methods.fusion import adapter_name, fusion_name
+from adaptstudy.models.methods.base import adapter_name
+from adaptstudy.models.methods.fusion import fusion_name
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.training.starting_point import build_model
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from datasets import Dataset, DatasetDict, Value, concatenate_datasets
 from safetensors.torch import load_file, save_file
-from transformers import AutoModel, DataCollatorWithPadding, Trainer, set_seed
+from transformers import AutoConfig, AutoModel, DataCollatorWithPadding, Trainer, set_seed
 
 from adaptstudy.common.files import atomic_folder, is_complete, mark_complete
 from adaptstudy.data.encoding import sort_by_length, tokenize_task
@@ -34,6 +34,7 @@ from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.models.fast_dropout import attention_implementation
 from adaptstudy.models.last_layer import train_last_layer_at_queries
 from adaptstudy.models.methods import METHODS, count_parameters
+from adaptstudy.models.methods.base import adapter_name, is_added
 from adaptstudy.models.multitask import MultiTaskModel
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.training import core
@@ -102,6 +103,23 @@ def save_encoder(model: MultiTaskModel, config: MultiTaskConfig) -> Path:
     return folder
 
 
+def save_task_adapters(model: MultiTaskModel, config: MultiTaskConfig) -> Path:
+    """MT-A's trained encoder (without adapters, as a model folder) and each task's adapter apart (heads left out),
+    for Fusion w/ MT-A (`FinetuneConfig.fusion_from`); atomic, in the cache."""
+    folder = config.artifact_dir()
+    with atomic_folder(folder) as scratch:
+        encoder = scratch / config.encoder_folder().relative_to(folder)
+        AutoConfig.from_pretrained(resolve_backbone(config.backbone)).save_pretrained(encoder)
+        weights = {k: v.contiguous() for k, v in model.bert.state_dict().items() if not is_added(k)}
+        save_file(weights, str(encoder / "model.safetensors"), metadata={"format": "pt"})
+        for task, adapter in config.task_adapter_folders().items():
+            target = scratch / adapter.relative_to(folder)
+            model.bert.save_adapter(str(target), adapter_name(task), with_head=False)
+            mark_complete(target, {"kind": "adapter", "run_id": config.run_id, "task": task})
+        mark_complete(scratch, {"kind": "multitask adapters", "run_id": config.run_id, "config": config.model_dump()})
+    return folder
+
+
 def load_encoder(model: MultiTaskModel, folder: Path) -> None:
     if not is_complete(folder):
         raise FileNotFoundError(f"no trained multi-task encoder at {folder}: run the source (transfer_from) run first")
@@ -147,7 +165,8 @@ def train_multitask(
     """Train, score every epoch on validation and test, and return the record (written unless `write` is off).
 
     With `save` (default: for Hyperformer runs) the trained encoder goes to the cache, for transfer runs; a
-    transfer's source run must be there (`adaptstudy.training.runner.run` trains it first)."""
+    transfer's source run must be there (`adaptstudy.training.runner.run` trains it first). MT-A (`task_adapters`)
+    keeps its encoder and adapters there unless `save` is False, for Fusion w/ MT-A."""
     run = core.start(config, MultiTaskConfig)
     config = run.config
     set_seed(config.seed)
@@ -206,7 +225,9 @@ def train_multitask(
         )
         history.extend(session.marker.get("history", []))  # the epochs scored before a resume
         output = session.train(trainer, keep=lambda: {"history": history})
-    if save if save is not None else (config.method.startswith("hyperformer") and config.transfer_from is None):
+    if config.method == "task_adapters" and save is not False:
+        save_task_adapters(model, config)
+    elif save if save is not None else (config.method.startswith("hyperformer") and config.transfer_from is None):
         save_encoder(model, config)
     best = max(history, key=lambda row: row["validation_mean"])
     eval_time = sum(row["eval_runtime_s"] for row in history)

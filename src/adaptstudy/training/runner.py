@@ -1,9 +1,10 @@
 """Run any run, training first what it needs and does not have yet, once: the pretraining chain an `init_from`
-names, a fusion run's source adapters, a transfer run's multi-task source. Sweeps and notebooks call `run`.
+names, a fusion run's source adapters (or the multi-task run whose adapters it fuses), a transfer run's
+multi-task source. Sweeps and notebooks call `run`.
 
 A prerequisite's record goes where its own settings say, else: a pretraining's beside the run's results in
-`<results_dir>_pretrain` (a pretraining grid: its own folder), a source adapter's with the fusion run's, a
-transfer source's in `<results_dir>_sources`. Its checkpoints go beside the run's, and are removed once done.
+`<results_dir>_pretrain` (a pretraining grid: its own folder), a source adapter's and MT-A's with the fusion run's,
+a transfer source's in `<results_dir>_sources`. Its checkpoints go beside the run's, and are removed once done.
 """
 
 from __future__ import annotations
@@ -52,7 +53,15 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
             train=lambda checkpoints: pretrain(pretraining, checkpoint_dir=checkpoints),
             what=f"pretraining ({pretraining.corpus}, {pretraining.mode})",
         )
-    if isinstance(config, FinetuneConfig) and config.fusion_sources is not None:
+    if isinstance(config, FinetuneConfig) and config.fusion_from is not None:
+        mt = config.mt_source().model_copy(update={"results_dir": str(results)})
+        yield Prerequisite(
+            mt,
+            done=lambda: is_complete(mt.artifact_dir()),
+            train=lambda checkpoints: train_multitask(mt, checkpoint_dir=checkpoints, save=True),
+            what=f"the multi-task adapters ({mt.task_name})",
+        )
+    elif isinstance(config, FinetuneConfig) and config.fusion_sources is not None:
         for task in config.fusion_sources:
             source = source_config(task, config.source_settings, str(results))
             yield Prerequisite(

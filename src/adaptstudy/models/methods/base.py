@@ -26,6 +26,11 @@ ADDED_PATTERN = re.compile(
 LAYER_PATTERN = re.compile(r"\.layer\.(\d+)\.")
 
 
+def adapter_name(task: str) -> str:
+    """What a task's adapter is called in a model holding several (AdapterFusion's sources, MT-A's adapters)."""
+    return f"source_{task}"
+
+
 def is_head(name: str) -> bool:
     return bool(HEAD_PATTERN.search(name))
 

@@ -18,15 +18,11 @@ from adapters.composition import Fuse
 from torch import nn
 
 from adaptstudy.common.files import is_complete
+from adaptstudy.models.methods.base import adapter_name
 
 
 def fusion_name(sources: Iterable[str]) -> str:
     return ",".join(sources)
-
-
-def adapter_name(task: str) -> str:
-    """What a source adapter is called inside the fused model."""
-    return f"source_{task}"
 
 
 def add_fusion(model: nn.Module, config) -> nn.Module:

@@ -2,7 +2,8 @@
 
 Selective methods (which backbone weights train: full, top-k, layer norms, biases, ...) are rows of the table
 below; the others have a module per family, as in `peft`'s tuners: `bottleneck` (Houlsby and Pfeiffer adapters),
-`library` (the `adapters` package's other methods), `fusion` (AdapterFusion) and `hyperformer`.
+`library` (the `adapters` package's other methods), `fusion` (AdapterFusion), `task_adapters` (its MT-A) and
+`hyperformer`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from adaptstudy.models.methods.bottleneck import add_houlsby, add_pfeiffer
 from adaptstudy.models.methods.fusion import add_fusion
 from adaptstudy.models.methods.hyperformer import hypernetwork_method
 from adaptstudy.models.methods.library import PROMPT_TOKENS, from_library
+from adaptstudy.models.methods.task_adapters import add_task_adapters
 
 
 def _in_top_layers(name: str, model, config) -> bool:
@@ -65,6 +67,16 @@ for _m in (
         trainable=lambda n, *_: ".adapter_fusion_layer." in n or is_head(n),
         prepare=add_fusion,
         default_learning_rate=5e-5,
+    ),
+    Method(
+        "task_adapters",
+        "AdapterFusion's multi-task adapters (MT-A): one seq_bn adapter per task and every weight of the encoder, "
+        "trained jointly (each batch through its task's adapter) + heads",
+        trainable=lambda n, *_: True,
+        prepare=add_task_adapters,
+        default_learning_rate=1e-4,
+        uses_adapter_size=True,
+        default_adapter_size=24,
     ),
     Method(
         "top_k",

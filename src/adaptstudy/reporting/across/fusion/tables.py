@@ -28,37 +28,69 @@ from adaptstudy.reporting.evidence import Rule, Unit, contrast
 from adaptstudy.reporting.published import FUSION_COLUMNS, FUSION_NOT_OFFLINE, PFEIFFER_2021, published_frame
 
 FUSION_TARGETS = ("rte", "mrpc", "sst2", "imdb", "cb")
-FUSION_LABEL = {"head_only": "head_only", "full": "full", "pfeiffer": "st-a", "fusion": "fusion-st-a"}
+FUSION_LABEL = {
+    "head_only": "head_only",
+    "full": "full",
+    "pfeiffer": "st-a",
+    "task_adapters": "mt-a",
+    "fusion": "fusion-st-a",
+}
 ALONE = "fusion-n1"  # the N = 1 control: fusion layers over the target's own adapter alone (ours, not the paper's)
+OVER_MT_A = "fusion-mt-a"  # fusion over MT-A's adapters, on MT-A's encoder (`fusion_from`)
 COLUMNS = (*FUSION_COLUMNS, ALONE)
 CELL_COLUMNS = ["task", "label", "seed", "score", "trainable_params", "backbone_params"]
 
 
-def is_target_cell(task: str, method: str, epochs: float) -> bool:
-    """Whether a fusion-study run is a cell of the table (a target task's column). CB's source adapter (trained
-    like every source, 3 epochs) is not its ST-A cell (20 epochs, as CB's other columns)."""
-    return task in FUSION_TARGETS and method in FUSION_LABEL and (task != "cb" or epochs > 3 or method == "fusion")
+def is_target_cell(task: str, method: str, epochs: float, protocol: bool = False) -> bool:
+    """Whether a fusion-study run is a cell of the table (a target task's column). In the first round CB's source
+    adapter (trained like every source, 3 epochs) was not its ST-A cell (20 epochs, as CB's other columns); under the
+    protocol every source is of seed 0, which no table cell is."""
+    first_round_source = task == "cb" and epochs <= 3 and method != "fusion" and not protocol
+    return task in FUSION_TARGETS and method in FUSION_LABEL and not first_round_source
 
 
 def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Adds `label` (the table's column a run's method fills; `ALONE` for fusion over the target's own adapter only),
-    `target_cell` (whether the run is a cell of the table) and `score`: dev accuracy, as the paper's Table 1 reports
-    for every task, MRPC included (whose main metric here is F1)."""
+    """Adds `label` (the table's column a run's method fills; `ALONE` for fusion over the target's own adapter only,
+    `OVER_MT_A` for fusion over MT-A's), `target_cell` (whether the run is a cell of the table) and `score`: dev
+    accuracy, as the paper's Table 1 reports for every task, MRPC included (whose main metric here is F1). An MT-A
+    record (multi-task) gives a row per target task it reports."""
     if runs.empty:
         return pd.DataFrame(
             columns=[*CELL_COLUMNS, "method", "config.num_train_epochs", "record", "target_cell"]
         ).astype({"target_cell": bool})
+    runs = _per_target(runs)
     epochs = config_column(runs, "num_train_epochs", 0)
-    chooses = config_column(runs, "selection_split", False).fillna(False).astype(bool) & (
-        runs["seed"] == SELECTION_SEED
-    )
-    cells = [is_target_cell(t, m, e) and not c for t, m, e, c in zip(runs["task"], runs["method"], epochs, chooses)]
-    alone = [list(r["config"].get("fusion_sources") or []) == [r["task"]] for r in runs["record"]]
+    protocol = [
+        bool(r["config"].get("selection_split")) or r["config"].get("split_rule") == "selection" for r in runs["record"]
+    ]
+    chooses = np.array(protocol, dtype=bool) & (runs["seed"] == SELECTION_SEED).to_numpy()
+    cells = [
+        is_target_cell(t, m, e, p) and not c
+        for t, m, e, p, c in zip(runs["task"], runs["method"], epochs, protocol, chooses)
+    ]
+    alone = np.array([list(r["config"].get("fusion_sources") or []) == [r["task"]] for r in runs["record"]], dtype=bool)
+    over_mt_a = np.array([r["config"].get("fusion_from") is not None for r in runs["record"]], dtype=bool)
+    label = runs["method"].map(FUSION_LABEL).where(~alone, ALONE).where(~over_mt_a, OVER_MT_A)
     return runs.assign(
-        label=runs["method"].map(FUSION_LABEL).where(~np.array(alone, dtype=bool), ALONE),
+        label=label,
         target_cell=np.array(cells, dtype=bool),
         score=runs["metric.accuracy"] if "metric.accuracy" in runs else np.nan,
     )
+
+
+def _per_target(runs: pd.DataFrame) -> pd.DataFrame:
+    """Multi-task records (MT-A) as one row per target task they report, its dev accuracy as `metric.accuracy`."""
+    multi = np.array(["tasks" in r for r in runs["record"]], dtype=bool)
+    if not multi.any():
+        return runs
+    rows = [
+        {**run.to_dict(), "task": task, "metric.accuracy": run["record"]["metrics"].get(f"{task}/accuracy")}
+        for _, run in runs[multi].iterrows()
+        for task in run["record"]["tasks"]
+        if task in FUSION_TARGETS
+    ]
+    columns = list(dict.fromkeys([*runs.columns, "metric.accuracy"]))
+    return pd.concat([runs[~multi], pd.DataFrame(rows, columns=columns)], ignore_index=True)
 
 
 def protocol_sources(runs: pd.DataFrame) -> pd.Series:
@@ -138,8 +170,10 @@ def fusion_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 FUSION_NOTE = (
     "*fusion-n1* (ours only): the fusion layers trained over the target's own adapter alone, which adds fusion's "
-    "capacity without other tasks' adapters. Ours read '–' where not run: MT-A and Fusion w/ MT-A (left out for the "
-    f"budget), and BoolQ (no training data offline). *Constant*: the majority class's dev accuracy. {FLAG_NOTE}"
+    "capacity without other tasks' adapters. *mt-a*: an adapter per task and the whole encoder trained jointly on "
+    "the targets and the sources that learned (method `task_adapters`, as we read the paper's MT-A); *fusion-mt-a* "
+    "fuses its adapters over its encoder. Ours read '–' where not run (the first round ran neither MT-A column; "
+    f"BoolQ has no training data offline). *Constant*: the majority class's dev accuracy. {FLAG_NOTE}"
 )
 
 
