@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from adaptstudy.data import load_task
 from adaptstudy.launch.sweep import plan as sweep_plan
 from adaptstudy.reporting.across.fusion import plan
 from adaptstudy.reporting.across.fusion import tables as fu
@@ -13,8 +14,10 @@ from adaptstudy.reporting.across.hyperformer import claims as hyc
 from adaptstudy.reporting.across.hyperformer import search
 from adaptstudy.reporting.across.hyperformer import tables as hy
 from adaptstudy.reporting.common import costs, load_runs, run_costs
+from adaptstudy.reporting.evidence import Arm, contrast
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config
 from adaptstudy.runs.multitask_config import MultiTaskConfig
+from adaptstudy.runs.predictions import stored_predictions
 
 BACKBONE = 22_713_216
 SOURCES = {"fusion_sources": ("rte", "mrpc"), "source_settings": {"adapter_size": 24, "num_train_epochs": 3}}
@@ -349,3 +352,21 @@ def test_the_hyperformer_search_marks_what_learned_cola_and_picks_by_its_rule(tm
     assert not table["rte learned"].any()  # 52.0 against RTE's half of dev: within noise of its majority
     chosen = table[table["chosen"]]
     assert chosen["validation"].tolist() == [62.0] and chosen["hypernetwork rate"].tolist() == [1e-3]
+
+
+def test_fusion_verdicts_bootstrap_over_the_stored_dev_predictions(tmp_path, fusion_run, data_dir):
+    """The fusion (and IMDb, DSP, Hyperformer) verdicts passed the metric's name where the labels go: once runs stored
+    their predictions, the bootstrap over examples would have resampled the string 'accuracy'."""
+    dev = load_task("rte", data_dir)["dev"]
+    labels = np.asarray(dev["label"])
+    rng = np.random.default_rng(0)
+    for seed in (1, 2, 3):
+        for method, right in (("pfeiffer", 0.6), ("fusion", 0.7)):
+            predictions = np.where(rng.random(len(labels)) < right, labels, 1 - labels)
+            stored = stored_predictions(predictions, dev, "dev", regression=False)
+            fusion_run(tmp_path, "rte", method, seed, 100 * np.mean(predictions == labels), predictions=stored)
+    beats = fu.verdicts(fusion_runs(tmp_path))[0]
+    assert "paired bootstrap over evaluation examples" in beats.judgements[0].method
+    assert beats.verdict == "holds"  # about +10 points over 3 seeds and 277 examples
+    with pytest.raises(TypeError):
+        contrast("rte", Arm([60.0]), Arm([50.0]), "accuracy")  # labels and metric: keywords only

@@ -112,8 +112,9 @@ class Unit:
         return self.shared_labels() is not None and all(arm.predictions is not None for arm in self.arms())
 
 
-def contrast(name: str, a: Arm, b: Arm | float, labels: np.ndarray | None = None, metric: str | None = None) -> Unit:
-    """The unit a − b (b an arm, or a constant such as a threshold or a baseline's score)."""
+def contrast(name: str, a: Arm, b: Arm | float, *, labels: np.ndarray | None = None, metric: str | None = None) -> Unit:
+    """The unit a − b (b an arm, or a constant such as a threshold or a baseline's score). `labels` and `metric` are
+    keywords: a metric's name passed where the labels go once made the bootstrap resample a string."""
     if isinstance(b, Arm):
         return Unit(name, [(1.0, a), (-1.0, b)], labels=labels, metric=metric)
     return Unit(name, [(1.0, a)], offset=-float(b), labels=labels, metric=metric)

@@ -85,7 +85,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 
     def vs(condition: str, other: str) -> list[Unit]:
         both = [t for t in tasks_with[condition] if t in tasks_with[other]]
-        return [contrast(t, cells(t, condition), cells(t, other), metric[t]) for t in both]
+        return [contrast(t, cells(t, condition), cells(t, other), metric=metric[t]) for t in both]
 
     dapt = verdict_of(DAPT_HELPS, vs("dapt", "baseline"))
     family = ADAPTER_VARIANT.split(",")[0]

@@ -88,7 +88,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 
     def per_panel(a: str, b: str, score="main_metric_value", learned="learned_nothing", where=None) -> list[Unit]:
         return [
-            contrast(f"{bb} {s}", cells(bb, s, a, score, learned), cells(bb, s, b, score, learned), "accuracy")
+            contrast(f"{bb} {s}", cells(bb, s, a, score, learned), cells(bb, s, b, score, learned), metric="accuracy")
             for bb, s in where or panels
         ]
 

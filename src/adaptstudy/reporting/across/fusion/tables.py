@@ -270,7 +270,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
             task,
             arm(here[here["label"] == "fusion-st-a"], "score"),
             arm(here[here["label"] == other], "score"),
-            "accuracy",
+            metric="accuracy",
         )
 
     def having(other: str) -> list[str]:

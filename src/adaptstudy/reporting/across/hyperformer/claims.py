@@ -97,7 +97,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         def cells(label, task):
             return arm(frame[(frame["label"] == label) & (frame["task"] == task)], "score")
 
-        return [contrast(t, cells(a, t), cells(b, t), resolve_task(t).main_metric) for t in GLUE5]
+        return [contrast(t, cells(a, t), cells(b, t), metric=resolve_task(t).main_metric) for t in GLUE5]
 
     ablations = task_runs(reported(at_chosen_rates(runs[(runs["cap"] == MAIN_CAP)]))) if not runs.empty else main
     several = task_runs(reported(at_chosen_rates(runs[runs["tasks"].apply(len) > 1]))) if not runs.empty else main
