@@ -10,7 +10,7 @@ export ADAPTSTUDY_DATA
 PAPERMILL := $(BIN)/papermill --log-level WARNING
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lint test test-fast smoke book colab benchmark reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across clean
+.PHONY: setup lint test test-fast smoke book colab benchmark reproduce reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across clean
 
 setup: $(STAMP)
 
@@ -70,9 +70,13 @@ reproduce-peft: setup
 	test -f params/cpu/peft_imdb_report.yaml || { $(BIN)/python -m adaptstudy.reporting.peft.plan > /tmp/peft_imdb_report.yaml && mv /tmp/peft_imdb_report.yaml params/cpu/peft_imdb_report.yaml; }
 	$(BIN)/python -m adaptstudy.sweep params/cpu/peft_imdb_report.yaml --workers 2 --threads 1
 
-# The Don't Stop Pretraining chapter at CPU scale (about 5 hours, resumable): its pretraining runs first, once each.
+# The Don't Stop Pretraining chapter at CPU scale (about 5 hours, resumable): its pretraining runs first, once each,
+# as cells of their own that the two workers share.
 reproduce-dsp: setup
-	$(BIN)/python -m adaptstudy.sweep params/cpu/dsp.yaml
+	$(BIN)/python -m adaptstudy.sweep params/cpu/dsp.yaml --workers 2 --threads 1
+
+# Every chapter's grids in the issues' order, each resumable: one command to start in the background and rerun.
+reproduce: reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across
 
 # The across-tasks chapter at CPU scale (resumable): the search that makes Hyperformer train, its learning rates, then its comparison
 # grid; then AdapterFusion as the Houlsby chapter: stage 1 trains the source adapters and chooses the targets' rates

@@ -370,3 +370,21 @@ def test_fusion_verdicts_bootstrap_over_the_stored_dev_predictions(tmp_path, fus
     assert beats.verdict == "holds"  # about +10 points over 3 seeds and 277 examples
     with pytest.raises(TypeError):
         contrast("rte", Arm([60.0]), Arm([50.0]), "accuracy")  # labels and metric: keywords only
+
+
+def test_few_shot_cells_at_chance_are_flagged_and_left_out_of_the_verdict(tmp_path, multi_run):
+    """The first round counted few-shot cells where both sides sat at chance; such a cell says nothing either way."""
+    source = {"tasks": list(hy.GLUE5)}
+    for seed in (1, 2, 3):
+        multi_run(tmp_path, ["imdb"], "hyperformer++", seed, [50.0], cap=4, transfer_from=source)  # at chance
+        multi_run(tmp_path, ["imdb"], "houlsby", seed, [51.0], cap=4)
+        multi_run(tmp_path, ["imdb"], "hyperformer++", seed, [80.0 + seed], cap=32, transfer_from=source)
+        multi_run(tmp_path, ["imdb"], "houlsby", seed, [70.0 + seed], cap=32)
+    runs = hyper_runs(tmp_path)
+    shots = hy.few_shot(runs).set_index(["task", "k"])
+    assert shots.loc[("imdb", 4), "ours hyperformer++"].endswith("⚠3")
+    assert not shots.loc[("imdb", 32), "ours hyperformer++"].endswith("⚠3")
+    few = {v.claim.key: v for v in hyc.verdicts(runs)}["hyperformer.few-shot"]
+    assert few.detail == "left out, a run at chance: imdb k=4"
+    why = few.judgements[0].why  # the cells not run (k = 16, 100, ...) still make it not testable; k = 4 is not one
+    assert "imdb k=16 (0)" in why and "imdb k=4 " not in why and "imdb k=32" not in why

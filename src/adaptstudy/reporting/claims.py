@@ -88,6 +88,14 @@ def verdict_of(
     return Verdict(claim, judgements, list(named), run_ids, detail, why)
 
 
+def learned_units(units: Sequence[Unit]) -> tuple[list[Unit], str]:
+    """The units none of whose runs learned nothing, and a note naming those left out: a claim over many cells (every
+    k, every training size) rests on the cells where both sides learned, and says which it left out at chance."""
+    kept = [u for u in units if not any(arm.learned_nothing for arm in u.arms())]
+    out = [u.name for u in units if any(arm.learned_nothing for arm in u.arms())]
+    return kept, (f"left out, a run at chance: {', '.join(out)}" if out else "")
+
+
 def arm(runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "learned_nothing") -> Arm:
     """The arm of these runs: their scores, how many learned nothing, their run ids, and their predictions with the
     labels when every run stored them on the same examples (for the bootstrap over examples)."""

@@ -16,7 +16,7 @@ from adaptstudy.reporting.across.hyperformer.tables import (
     main_table_runs,
     task_runs,
 )
-from adaptstudy.reporting.claims import Verdict, arm, declare, reported, verdict_of, verdict_table
+from adaptstudy.reporting.claims import Verdict, arm, declare, learned_units, reported, verdict_of, verdict_table
 from adaptstudy.reporting.evidence import Rule, Unit, contrast
 from adaptstudy.reporting.published import HYPER_ABLATION, HYPER_FEW_SHOT, HYPER_TABLE1
 
@@ -102,7 +102,11 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     ablations = task_runs(reported(at_chosen_rates(runs[(runs["cap"] == MAIN_CAP)]))) if not runs.empty else main
     several = task_runs(reported(at_chosen_rates(runs[runs["tasks"].apply(len) > 1]))) if not runs.empty else main
     caps = sorted(set(several.loc[several["label"] == "hyperformer++", "cap"]))
-    few = few_shot_runs(reported(runs)) if not runs.empty else pd.DataFrame(columns=["task", "k", "label", "score"])
+    few = (
+        few_shot_runs(reported(runs))
+        if not runs.empty
+        else pd.DataFrame(columns=["task", "k", "label", "score", "learned_nothing"])
+    )
     few_units = [
         contrast(
             f"{task} k={k}",
@@ -112,16 +116,19 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         for task, rows in HYPER_FEW_SHOT.items()
         for k in rows["k"]
     ]
+    few_units, few_out = learned_units(few_units)
+    sizes = {
+        f"{cap:g} per task": learned_units(versus(several[several["cap"] == cap], "hyperformer++", "mt-full"))
+        for cap in caps
+    }
+    sizes_out = "; ".join(f"{size}: {out}" for size, (_, out) in sizes.items() if out)
     return [
         verdict_of(BEATS_ST_ADAPTERS, versus(main, "hyperformer++", "st-adapters")),
         verdict_of(BEATS_ST_FULL, versus(main, "hyperformer++", "st-full")),
         verdict_of(BEATS_SHARED, versus(main, "hyperformer", "mt-adapters")),
         verdict_of(COMPONENTS, {m: versus(ablations, "hyperformer++", m) for m in list(HYPER_ABLATION)[1:]}),
-        verdict_of(
-            LOW_RESOURCE,
-            {f"{cap:g} per task": versus(several[several["cap"] == cap], "hyperformer++", "mt-full") for cap in caps},
-        ),
-        verdict_of(FEW_SHOT, few_units),
+        verdict_of(LOW_RESOURCE, {size: units for size, (units, _) in sizes.items()}, detail=sizes_out),
+        verdict_of(FEW_SHOT, few_units, detail=few_out),
     ]
 
 

@@ -247,11 +247,16 @@ def plot_low_resource(frame: pd.DataFrame):
 
 
 def few_shot_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per few-shot run (Hyperformer++ transfer or a single-task adapter on a few-shot task): task, k, score."""
+    """One row per few-shot run (Hyperformer++ transfer or a single-task adapter on a few-shot task): task, k, score,
+    and whether it learned nothing (at chance with k examples: flagged, and left out of the verdict)."""
     one = runs[np.array([len(t) == 1 and t[0] in HYPER_FEW_SHOT for t in runs["tasks"]], dtype=bool)]
-    frame = one.assign(task=[t[0] for t in one["tasks"]])[["run_id", "task", "cap", "label", "main_metric_value"]]
-    frame = frame.rename(columns={"cap": "k", "main_metric_value": "score"})
-    return frame[frame["label"].isin(FEW_SHOT_LABELS)]
+    one = one[one["label"].isin(FEW_SHOT_LABELS)]
+    tasks = [t[0] for t in one["tasks"]]
+    frame = one.assign(
+        task=tasks,
+        learned_nothing=np.array([learned_nothing(r, t) for r, t in zip(one["record"], tasks)], dtype=bool),
+    )[["run_id", "task", "cap", "label", "main_metric_value", "learned_nothing"]]
+    return frame.rename(columns={"cap": "k", "main_metric_value": "score"})
 
 
 def few_shot(runs: pd.DataFrame) -> pd.DataFrame:
@@ -263,8 +268,8 @@ def few_shot(runs: pd.DataFrame) -> pd.DataFrame:
         for i, k in enumerate(published["k"]):
             row = {"task": task, "k": k}
             for label, column in zip(FEW_SHOT_LABELS, ("hyperformer++", "st-adapters")):
-                hits = ours[(ours["task"] == task) & (ours["k"] == k) & (ours["label"] == label)]["score"].tolist()
-                row[f"ours {column}"] = mean_sd(hits)
+                hits = ours[(ours["task"] == task) & (ours["k"] == k) & (ours["label"] == label)]
+                row[f"ours {column}"] = flagged(mean_sd(hits["score"].tolist()), int(hits["learned_nothing"].sum()))
                 row[f"published {column}"] = published[column][i]
             out.append(row)
     return pd.DataFrame(out)
