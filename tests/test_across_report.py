@@ -348,7 +348,7 @@ def test_the_hyperformer_search_marks_what_learned_cola_and_picks_by_its_rule(tm
     run("hyperformer++", 62.0, 12.0, hypernetwork_init_std=1e-2, hypernetwork_learning_rate=1e-3)
     table = search.search_table(hy.label_runs(load_runs(tmp_path)))
     learned = dict(zip(table["validation"], table["cola learned"]))
-    assert learned == {70.0: True, 65.0: False, 60.0: True, 62.0: True}  # CoLA's margin on 500 examples: 7.4
+    assert learned == {70.0: True, 65.0: False, 60.0: True, 62.0: True}  # CoLA's margin on its 521: 7.2
     assert not table["rte learned"].any()  # 52.0 against RTE's half of dev: within noise of its majority
     chosen = table[table["chosen"]]
     assert chosen["validation"].tolist() == [62.0] and chosen["hypernetwork rate"].tolist() == [1e-3]
