@@ -361,13 +361,13 @@ def test_fusion_verdicts_bootstrap_over_the_stored_dev_predictions(tmp_path, fus
     labels = np.asarray(dev["label"])
     rng = np.random.default_rng(0)
     for seed in (1, 2, 3):
-        for method, right in (("pfeiffer", 0.6), ("fusion", 0.7)):
+        for method, right in (("pfeiffer", 0.68), ("fusion", 0.8)):  # both above the 52.7% majority + noise
             predictions = np.where(rng.random(len(labels)) < right, labels, 1 - labels)
             stored = stored_predictions(predictions, dev, "dev", regression=False)
             fusion_run(tmp_path, "rte", method, seed, 100 * np.mean(predictions == labels), predictions=stored)
     beats = fu.verdicts(fusion_runs(tmp_path))[0]
     assert "paired bootstrap over evaluation examples" in beats.judgements[0].method
-    assert beats.verdict == "holds"  # about +10 points over 3 seeds and 277 examples
+    assert beats.verdict == "holds"  # about +12 points over 3 seeds and 277 examples
     with pytest.raises(TypeError):
         contrast("rte", Arm([60.0]), Arm([50.0]), "accuracy")  # labels and metric: keywords only
 

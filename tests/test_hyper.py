@@ -126,7 +126,7 @@ def test_the_search_knobs_set_the_hypernetworks_init_and_their_own_learning_rate
     assert "hypernetwork_init_std" not in plain.identity() and config.run_id != plain.run_id
     with pytest.raises(ConfigError, match="hypernetwork_learning_rate applies to the Hyperformer methods only"):
         validate(MultiTaskConfig, {"tasks": TASKS, "method": "houlsby", "hypernetwork_learning_rate": 1e-3})
-    model = build_multitask_model(config)
+    model = build_multitask_model(config.resolved())
     generator = model.bert.hypernetworks.generators[0].down.weight
     assert generator.std().item() == pytest.approx(1e-2, rel=0.05)
     args = TrainingArguments(output_dir=str(tmp_path), learning_rate=1e-4, report_to=[], use_cpu=True)

@@ -43,7 +43,7 @@ def test_every_run_of_a_task_sees_the_same_selection_split_and_never_trains_on_i
 
 def test_a_few_shot_task_selects_on_its_own_dev32_and_keeps_its_32_training_examples(data_dir, tmp_path):
     """Carving a tenth of CB's 32 examples left 3 to select on (one per class at best) and 29 to train on."""
-    splits = FinetuneConfig(task="cb", selection_split=True, data_dir=data_dir).load_splits()
+    splits = FinetuneConfig(task="cb", selection_split=True, data_dir=str(data_dir)).load_splits()
     assert (len(splits["train"]), len(splits["selection"]), len(splits["dev"])) == (32, 32, 56)
     assert not texts(splits["train"]) & texts(splits["selection"])
     assert not texts(splits["dev"]) & texts(splits["selection"])

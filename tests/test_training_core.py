@@ -232,8 +232,9 @@ def test_prerequisites_come_in_waves_each_needing_only_the_waves_before(tmp_path
     warm = {"corpus": "task:rte", "mode": "head", "max_steps": 2, "learning_rate": 3e-3, **TINY_MLM}
     dapt = {**warm, "corpus": "task:mrpc", "mode": "full", "init_from": warm}
     tapt = {**dapt, "corpus": "task:rte", "init_from": dapt}
-    runs = [FinetuneConfig(**TINY, method="bitfit", init_from=tapt, seed=seed) for seed in (0, 1)]
-    runs += [FinetuneConfig(**TINY, method="bitfit", init_from=dapt), FinetuneConfig(**TINY, method="bitfit")]
+    here = {"method": "bitfit", "results_dir": str(tmp_path / "r")}  # the pretrainings' records: beside, in tmp
+    runs = [FinetuneConfig(**TINY, **here, init_from=tapt, seed=seed) for seed in (0, 1)]
+    runs += [FinetuneConfig(**TINY, **here, init_from=dapt), FinetuneConfig(**TINY, **here)]
     waves = runner.prerequisite_waves(runs)
     assert [[(needed.corpus, needed.mode) for needed, _ in wave] for wave in waves] == [
         [("task:rte", "head")],

@@ -189,7 +189,8 @@ class FinetuneConfig(RunConfig):
                 source_config(task, self.source_settings)
         if self.keep_adapter and self.method not in SOURCE_METHODS:
             raise ValueError(
-                f"keep_adapter keeps a source adapter ({', '.join(SOURCE_METHODS)}), not method {self.method!r}"
+                f"keep_adapter keeps a source adapter: source adapters are bottleneck adapters "
+                f"({', '.join(SOURCE_METHODS)}), not method {self.method!r}"
             )
         if self.top_k_layers is not None and not method.uses_top_k:
             raise ValueError(f"top_k_layers={self.top_k_layers} applies only to method 'top_k', not {self.method!r}")
