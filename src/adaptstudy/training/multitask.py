@@ -114,6 +114,7 @@ def save_task_adapters(model: MultiTaskModel, config: MultiTaskConfig) -> Path:
         save_file(weights, str(encoder / "model.safetensors"), metadata={"format": "pt"})
         for task, adapter in config.task_adapter_folders().items():
             target = scratch / adapter.relative_to(folder)
+            target.parent.mkdir(parents=True, exist_ok=True)  # `save_adapter` makes the last folder only
             model.bert.save_adapter(str(target), adapter_name(task), with_head=False)
             mark_complete(target, {"kind": "adapter", "run_id": config.run_id, "task": task})
         mark_complete(scratch, {"kind": "multitask adapters", "run_id": config.run_id, "config": config.model_dump()})
