@@ -76,7 +76,7 @@ def test_unknown_method_lists_valid_names():
         match=r"unknown method 'houlsbi' \(did you mean 'houlsby'\?\); valid: bitfit, compacter, embeddings_only, "
         r"encoder_only, full, fusion, head_only, houlsby, hyperformer, hyperformer\+\+, ia3, layernorm, lora, "
         r"pfeiffer, "
-        r"prefix_tuning, prompt_tuning, top_k, unipelt",
+        r"prefix_tuning, prompt_tuning, task_adapters, top_k, unipelt",
     ):
         METHODS.get("houlsbi")
 

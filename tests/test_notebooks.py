@@ -471,4 +471,4 @@ def test_across_chapter_renders_the_papers_numbers_without_records(tmp_path):
     nb = run("06_analysis_across.ipynb", tmp_path / "a.ipynb", results_dir=str(tmp_path / "none"))
     html = shown(nb)
     assert "76.82" in html and "63.73" in html and "81.77" in html  # fusion RTE, Hyperformer++ CoLA, IMDb k=4
-    assert "BoolQ (no training data offline)" in html
+    assert "BoolQ has no training data offline" in html
