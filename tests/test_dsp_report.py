@@ -10,6 +10,7 @@ import yaml
 
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.dsp import claims as dc
+from adaptstudy.reporting.dsp import figures as df
 from adaptstudy.reporting.dsp import tables as dr
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
@@ -236,3 +237,17 @@ def test_the_committed_controls_train_like_their_domains_dapt_on_neutral_text():
         assert tasks == {
             t for t in ("helpfulness", "imdb", "hyperpartisan", "agnews") if dr.condition(t, dr.chain(dapt)) == "dapt"
         }
+
+
+def test_the_figure_draws_each_condition_with_the_control_beside_dapt_and_the_constant(runs):
+    frame = df.condition_frame(runs)
+    assert len(frame) == 12  # the full model's two seeds of six conditions: no adapter, no 10% corpus run
+    grid = df.plot_conditions(frame)
+    ax = grid.axes_dict["helpfulness"]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["baseline", "control", "dapt", "tapt", "dapt+tapt", "not-dapt"]
+    means = ax.lines[0].get_ydata()  # the point estimates, in the order of the labels
+    assert list(means) == pytest.approx([61.0, 61.0, 64.0, 63.0, 66.0, 59.0])
+    constant = frame["constant"].iloc[0]
+    assert any(list(line.get_ydata()) == [constant, constant] for line in ax.lines)
+    assert df.plot_conditions(frame.iloc[:0]) is None

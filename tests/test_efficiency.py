@@ -112,6 +112,11 @@ def test_the_profiles_and_candidates_read_as_the_page_shows_them():
     note = candidates_note(candidates)
     assert "**Dropped: `torch.compile`**" in note and candidates["machine"]["cpu"] in note
     assert "Not measured yet" in candidates_note({})
+    mlm = load_benchmark(RESULTS / "mlm_candidates.json")
+    line = candidates_note(candidates, mlm=mlm).splitlines()[-2]  # before the allocator's
+    eager, compiled = (r["median_step_s"] for r in mlm["rows"])
+    assert line.startswith(f"- **{'Kept' if compiled < eager else 'Dropped'} for the masked LM: `torch.compile`**")
+    assert f"{1000 * compiled:.0f} ms per step against {1000 * eager:.0f} eager" in line
 
 
 def test_the_allocator_line_keeps_tcmalloc_only_where_it_is_faster_every_round_or_leaner_at_the_same_speed():

@@ -1,5 +1,6 @@
-"""The CPU training shortcuts change speed, not what is trained: fast dropout draws the same distribution, and the
-last layer at [CLS] gives the whole layer's loss and gradients."""
+"""The CPU training shortcuts change speed, not what is trained: fast dropout draws the same distribution, the
+last layer at [CLS] gives the whole layer's loss and gradients, and evaluation in length order leaves training's
+random stream as it was."""
 
 from __future__ import annotations
 
@@ -8,10 +9,16 @@ import copy
 import pytest
 import torch
 from torch import nn
-from transformers import AutoModelForSequenceClassification, DataCollatorForLanguageModeling, DataCollatorWithPadding
+from transformers import (
+    AutoModelForSequenceClassification,
+    DataCollatorForLanguageModeling,
+    DataCollatorWithPadding,
+    Trainer,
+    TrainingArguments,
+)
 
 from adaptstudy.data import load_task
-from adaptstudy.data.encoding import pack_texts, tokenize_task
+from adaptstudy.data.encoding import length_order, pack_texts, tokenize_task
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.models.fast_dropout import FastDropout, attention_implementation, keep_mask, use_fast_dropout
@@ -19,6 +26,7 @@ from adaptstudy.models.last_layer import last_layer, masked_query_positions, tra
 from adaptstudy.models.methods import METHODS
 from adaptstudy.models.mlm import load_mlm, prepare_mode
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.training.finetune import SortedEvalTrainer
 from adaptstudy.training.starting_point import build_model
 
 
@@ -149,3 +157,29 @@ def test_masked_query_positions_list_each_rows_masked_tokens_in_order():
     assert positions.shape == (3, 2)
     assert positions[valid].tolist() == [1, 3, 0]
     assert valid.tolist() == [[True, True], [True, False], [False, False]]
+
+
+def test_evaluation_runs_in_the_sorted_eval_sets_order_and_leaves_trainings_random_stream_as_transformers_does(
+    data_dir, tmp_path
+):
+    """RTE's dev set under transformers' length grouping: 3 random batches of up to 128, padded to their longest."""
+    tokenizer = load_tokenizer("minilm-l6")
+    dev = tokenize_task(load_task("rte", data_dir), tokenizer, 128)["dev"]
+    dev = dev.select(length_order(dev).tolist())
+    model = AutoModelForSequenceClassification.from_pretrained(resolve_backbone("minilm-l6"), num_labels=2)
+    args = TrainingArguments(str(tmp_path), group_by_length=True, per_device_eval_batch_size=128, report_to=[])
+    ours, stock = (
+        cls(model=model, args=args, eval_dataset=dev, data_collator=DataCollatorWithPadding(tokenizer))
+        for cls in (SortedEvalTrainer, Trainer)
+    )
+    states, padded = [], []
+    for trainer in (ours, stock):
+        torch.manual_seed(0)
+        batches = list(trainer.get_eval_dataloader())
+        padded.append(sum(int(b["input_ids"].numel()) for b in batches))
+        states.append(torch.get_rng_state())
+    assert torch.equal(*states)  # the same draws: dropout after an evaluation is unchanged
+    ours_batches = list(ours.get_eval_dataloader())
+    assert torch.cat([b["labels"] for b in ours_batches]).tolist() == dev["label"]  # the eval set's own order
+    useful = sum(len(ids) for ids in dev["input_ids"])
+    assert useful <= padded[0] < 0.8 * padded[1]

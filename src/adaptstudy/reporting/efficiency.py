@@ -266,8 +266,9 @@ def candidates_table(candidates: dict) -> pd.DataFrame:
     )
 
 
-def candidates_note(candidates: dict, allocator: dict | None = None) -> str:
-    """What was kept and what was dropped, with the figures of `candidates_table` (and `allocator_note`'s)."""
+def candidates_note(candidates: dict, allocator: dict | None = None, mlm: dict | None = None) -> str:
+    """What was kept and what was dropped, with the figures of `candidates_table` (and `allocator_note`'s and
+    `mlm_candidates_note`'s)."""
     if not candidates.get("rows"):
         return "**Not measured yet**: run `python benchmarks/fp32_candidates.py --compile`."
     rows = pd.DataFrame(candidates["rows"]).set_index(["task", "variant"])
@@ -304,8 +305,28 @@ def candidates_note(candidates: dict, allocator: dict | None = None) -> str:
         "- **Threads**: one run already uses both cores (torch's two threads); for sweeps, several runs of one thread "
         "each against one run of two are measured in the last section."
     )
+    lines.append(mlm_candidates_note(mlm or {}))
     lines.append(allocator_note(allocator or {}))
     return "\n".join(lines)
+
+
+def mlm_candidates_note(mlm: dict) -> str:
+    """The masked-LM line of what was tried (`benchmarks/mlm_candidates.py`): `torch.compile` of our pretraining
+    path's encoder layers, where the shapes are static (packed rows), kept only if faster."""
+    if not mlm.get("rows"):
+        return "- **Masked LM, `torch.compile`: not measured yet**: run `python benchmarks/mlm_candidates.py`."
+    rows = {r["variant"]: r for r in mlm["rows"]}
+    eager, compiled = rows["ours"], rows["+ compiled layers"]
+    p, m = mlm["protocol"], mlm["machine"]
+    verdict = "Kept" if compiled["speedup_vs_first"] > 1 else "Dropped"
+    return (
+        f"- **{verdict} for the masked LM: `torch.compile`** (inductor, static shapes) of every encoder layer but the "
+        f"last, on our pretraining path (packed rows of {p['length']} tokens, batch {p['batch_size']}): "
+        f"{1000 * compiled['median_step_s']:.0f} ms per step against {1000 * eager['median_step_s']:.0f} eager "
+        f"(×{compiled['speedup_vs_first']:.2f}, {compiled['timed_steps']} interleaved steps each, on {m['cpu']}, "
+        f"{m['cpu_capability']}, {m['precision']}), after {compiled['warmup_s']:.0f} s of warm-up. Fast dropout's "
+        "masks come from numpy, which breaks the graph at every dropout, so little is left to fuse."
+    )
 
 
 ALLOCATOR_GAIN = 1.05  # worth preloading if 5% faster in every round,
