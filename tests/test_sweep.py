@@ -151,6 +151,9 @@ def sweep_process(grid: Path, results: Path, *options: str, stdout=subprocess.DE
         stdout=stdout,
         stderr=subprocess.DEVNULL,
         text=True,
+        # as from a terminal: a shell starts background jobs (`make test &`) with Ctrl-C ignored, and Python then
+        # never raises KeyboardInterrupt
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
