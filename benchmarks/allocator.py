@@ -80,8 +80,8 @@ def main(argv=None) -> int:
     if args.child:
         print(json.dumps(child()))
         return 0
-    from adaptstudy.runs.records import git_commit, versions
-    from adaptstudy.training.device import machine_description
+    from adaptstudy.common.files import write_json_atomic
+    from adaptstudy.training.device import provenance
 
     available = {
         name: env for name, env in SETTINGS.items() if "LD_PRELOAD" not in env or Path(env["LD_PRELOAD"]).exists()
@@ -121,9 +121,7 @@ def main(argv=None) -> int:
             flush=True,
         )
     result = {
-        "machine": machine_description(),
-        "versions": versions(),
-        "git_commit": git_commit(),
+        **provenance(),
         "protocol": {
             "task": "mrpc",
             "method": "full",
@@ -133,7 +131,7 @@ def main(argv=None) -> int:
         },
         "rows": rows,
     }
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json_atomic(result, args.out)
     print(f"wrote {args.out}")
     return 0
 

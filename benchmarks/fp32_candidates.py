@@ -18,7 +18,6 @@ batch 2, ...), so a noisy neighbour slows all of them alike. Each variant adds o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -30,13 +29,13 @@ import torch
 from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding
 from transformers.utils import logging as hf_logging
 
+from adaptstudy.common.files import write_json_atomic
 from adaptstudy.data import load_task
 from adaptstudy.data.encoding import tokenize_task
 from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.models.fast_dropout import use_fast_dropout
 from adaptstudy.models.last_layer import train_last_layer_at_queries
-from adaptstudy.runs.records import git_commit, versions
-from adaptstudy.training.device import machine_description
+from adaptstudy.training.device import provenance
 
 hf_logging.set_verbosity_error()
 BATCH, BATCHES, WARMUP, PASSES = 32, 16, 2, 2
@@ -126,13 +125,11 @@ def main(argv=None) -> int:
     os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     variants = {**VARIANTS, **(COMPILED if args.compile else {})}
     result = {
-        "machine": machine_description(),
-        "versions": versions(),
-        "git_commit": git_commit(),
+        **provenance(),
         "protocol": {"batch_size": BATCH, "batches": BATCHES, "warmup_steps": WARMUP, "passes": PASSES},
         "rows": [row for task in ("sst2", "mrpc") for row in measure(task, variants)],
     }
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json_atomic(result, args.out)
     print(f"wrote {args.out}")
     return 0
 

@@ -26,12 +26,12 @@ import torch
 from transformers import DataCollatorForLanguageModeling
 from transformers.utils import logging as hf_logging
 
+from adaptstudy.common.files import write_json_atomic
 from adaptstudy.data.encoding import pack_texts
 from adaptstudy.models.backbones import load_tokenizer
 from adaptstudy.models.fast_dropout import use_fast_dropout
 from adaptstudy.models.mlm import load_mlm, prepare_mode
-from adaptstudy.runs.records import git_commit, versions
-from adaptstudy.training.device import machine_description
+from adaptstudy.training.device import provenance
 
 hf_logging.set_verbosity_error()
 BATCH, LENGTH, BATCHES, WARMUP, PASSES = 16, 256, 8, 2, 3
@@ -108,13 +108,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     result = {
-        "machine": machine_description(),
-        "versions": versions(),
-        "git_commit": git_commit(),
+        **provenance(),
         "protocol": {"batch_size": BATCH, "length": LENGTH, "batches": BATCHES, "warmup_steps": WARMUP},
         "rows": measure(),
     }
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json_atomic(result, args.out)
     print(f"wrote {args.out}")
     return 0
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import yaml
 
-from adaptstudy.runs.records import git_commit, versions
-from adaptstudy.training.device import machine_description
+from adaptstudy.common.files import write_json_atomic
+from adaptstudy.training.device import provenance
 
 GRID = {
     "study": "parallel_sweep_benchmark",
@@ -80,9 +80,7 @@ def run() -> dict:
     sequential, ray = engines["in process"], engines["ray"]
     assert set(sequential["metrics"]) == set(ray["metrics"]), "the engines ran different cells"
     return {
-        "machine": {**machine_description(), "cores": cores},
-        "versions": versions(),
-        "git_commit": git_commit(),
+        **provenance(cores=cores),
         "grid": GRID,
         "engines": engines,
         "speedup": ray["cells_per_hour"] / sequential["cells_per_hour"],
@@ -97,7 +95,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     result = run()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json_atomic(result, args.out)
     for name, engine in result["engines"].items():
         rate, wall, cells = engine["cells_per_hour"], engine["wall_s"], engine["cells"]
         print(f"{name:<11} {rate:6.1f} cells/h ({wall:.0f} s for {cells} cells)")

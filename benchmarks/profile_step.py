@@ -18,7 +18,6 @@ wall time that no operator accounts for is Python and framework overhead.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -28,8 +27,8 @@ from pathlib import Path
 from torch.profiler import ProfilerActivity, profile
 from transformers import TrainerCallback
 
-from adaptstudy.runs.records import git_commit, versions
-from adaptstudy.training.device import machine_description
+from adaptstudy.common.files import write_json_atomic
+from adaptstudy.training.device import provenance
 
 WARMUP, PROFILED = 3, 6
 
@@ -170,9 +169,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
     result = {
-        "machine": machine_description(),
-        "versions": versions(),
-        "git_commit": git_commit(),
+        **provenance(),
         "workloads": {},
     }
     for name in args.only or WORKLOADS:
@@ -185,7 +182,7 @@ def main(argv=None) -> int:
             flush=True,
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json_atomic(result, args.out)
     print(f"wrote {args.out}")
     return 0
 

@@ -2,6 +2,7 @@
 `auto` picks bf16, fp16 or fp32 by what the GPU or CPU computes natively."""
 
 import os
+import re
 
 import pytest
 import torch
@@ -120,3 +121,12 @@ def test_fp16_on_a_cpu_is_one_clear_error_before_any_data_is_read(monkeypatch, t
     with pytest.raises(ConfigError, match=message):
         core.start(config, FinetuneConfig)
     assert not any(tmp_path.iterdir())
+
+
+def test_a_benchmark_header_names_the_machine_with_its_extra_fields_the_versions_and_the_commit():
+    header = device.provenance(cores=7, matmul_bf16_flops=1.5e11)
+    assert header["machine"]["cores"] == 7  # a benchmark's own count wins over os.cpu_count()
+    assert header["machine"]["matmul_bf16_flops"] == 1.5e11
+    assert header["machine"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert header["versions"]["torch"] == torch.__version__
+    assert header["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}(-dirty)?", header["git_commit"])

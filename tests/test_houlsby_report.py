@@ -288,3 +288,36 @@ def test_the_committed_stage_2_grid_is_the_one_the_committed_stage_1_records_cho
         pytest.skip("stage 2 is generated once stage 1 (params/cpu/houlsby_select.yaml) has finished")
     runs = ht.label_runs(load_runs(root / "results" / "houlsby"))
     assert yaml.safe_load(report.read_text()) == hp.report_grid(runs)
+
+
+def test_the_planner_refuses_until_every_stage_1_cell_has_an_ok_record(tmp_path, fake_record, capsys):
+    stage1, results = tmp_path / "select.yaml", tmp_path / "houlsby"
+    stage1.write_text(
+        yaml.safe_dump(
+            {
+                "study": "houlsby",
+                "fixed": {"seed": 0, "selection_split": True},
+                "axes": {
+                    "task": ["cola", "mrpc"],  # the ablations' tasks
+                    "method": {
+                        "full": {"learning_rate": [2e-5, 5e-5]},
+                        "houlsby": {"adapter_size": [8, 64, 256], "learning_rate": [1e-3]},
+                    },
+                },
+            }
+        )
+    )
+    configs = [c.config for c in sweep.plan(stage1, results_dir=results).cells]
+    for config in configs[1:]:  # full fine-tuning at 2e-5 has not run: its rate would be chosen from 5e-5 alone
+        fake_record(config, 50.0, folder=results, selection_metric_value=50.0)
+    assert hp.main([str(results), "--stage-1", str(stage1)]) == 2
+    error = capsys.readouterr().err
+    assert (
+        "no ok record for 1 cell(s)" in error
+        and "task=cola method=full backbone=minilm-l6 learning_rate=2e-05" in error
+    )
+
+    fake_record(configs[0], 50.0, folder=results, selection_metric_value=60.0)
+    assert hp.main([str(results), "--stage-1", str(stage1)]) == 0
+    grid = yaml.safe_load(capsys.readouterr().out)
+    assert grid["axes"][0]["method"]["full"] == {"learning_rate": [2e-5]}

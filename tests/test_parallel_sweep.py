@@ -91,8 +91,7 @@ def test_a_ray_worker_killed_mid_cell_is_retried_and_resumes_from_its_checkpoint
 
 @pytest.mark.slow
 def test_ctrl_c_stops_the_ray_workers_and_a_rerun_resumes_the_interrupted_cell(tmp_path, data_dir):
-    # 30 steps: on a loaded machine the 12 of LONG_CELLS could finish between the first checkpoint and the signal
-    grid = write_grid(tmp_path / "g.yaml", {"seed": [5]}, fixed={**LONG_CELLS, "max_train_examples": 240})
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [5]}, fixed=LONG_CELLS)
     results = tmp_path / "r"
     (cell,) = (c.run_id for c in sw.plan(grid, results).cells)
     proc = sweep_process(grid, results, "--workers", "2", "--threads", "1")

@@ -11,17 +11,17 @@ from __future__ import annotations
 import json
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from adaptstudy.common.files import remove_folder, run_lock
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.grid import describe_values
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.runs.records import base_record, resolve_results_dir, write_record
@@ -117,30 +117,6 @@ def ok_record(path: Path) -> bool:
         return json.loads(path.read_text()).get("status") == "ok"
     except (OSError, ValueError):
         return False
-
-
-DESCRIBED = (
-    "task",
-    "method",
-    "tasks",
-    "corpus",
-    "mode",
-    "backbone",
-    "adapter_size",
-    "top_k_layers",
-    "adapter_init_std",
-    "adapter_variant",
-    "learning_rate",
-    "seed",
-    "train_fraction",
-    "corpus_fraction",
-    "max_steps",
-    "max_train_examples",
-)
-
-
-def describe_values(values: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={values[k]}" for k in DESCRIBED if values.get(k) is not None)
 
 
 def describe(cell: Cell) -> str:

@@ -27,74 +27,20 @@ checkpoint under `<results_dir>/.checkpoints/<run_id>/` and resume from there af
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import sys
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
 
 import pandas as pd
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adaptstudy.common.files import TMP_PREFIX
 from adaptstudy.launch.allocator import reexec_with_allocator
-from adaptstudy.launch.cells import CHECKPOINTS, DESCRIBED, Cell, attempt, describe, describe_values, ok_record
-from adaptstudy.runs.base import ConfigError, validate
-from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.multitask_config import MultiTaskConfig
-from adaptstudy.runs.pretrain_config import PretrainConfig
-from adaptstudy.runs.records import resolve_results_dir
+from adaptstudy.launch.cells import CHECKPOINTS, Cell, attempt, describe, ok_record
+from adaptstudy.runs.base import ConfigError
+from adaptstudy.runs.grid import DESCRIBED, grid_configs
 from adaptstudy.training.runner import prerequisite_waves
-
-Axes = dict[str, list[Any] | dict[str, dict[str, list[Any]]]]
-
-
-class Grid(BaseModel):
-    """A sweep file, validated."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    kind: Literal["finetune", "pretrain", "multitask"] = Field(
-        "finetune", description="what each cell runs: fine-tuning, MLM pretraining, or multi-task training"
-    )
-    description: str = ""
-    definitions: dict[str, Any] = Field(
-        {},
-        description="named settings to refer to with YAML anchors (e.g. the pretraining "
-        "runs that cells start from); not cells themselves",
-    )
-    fixed: dict[str, Any] = {}
-    axes: Axes | list[Axes] = Field(min_length=1)
-
-    @field_validator("axes")
-    @classmethod
-    def _non_empty(cls, axes):
-        for block in axes if isinstance(axes, list) else [axes]:
-            _check_block(block)
-        return axes
-
-    def blocks(self) -> list[Axes]:
-        return self.axes if isinstance(self.axes, list) else [self.axes]
-
-
-def _check_block(axes: Axes) -> None:
-    if not axes:
-        raise ValueError("a block of axes is empty: it would have no cells")
-    for name, values in axes.items():
-        if not values:
-            raise ValueError(f"axis {name!r} is empty: the grid would have no cells")
-        if isinstance(values, dict):
-            if name != "method":
-                raise ValueError(f"only the `method` axis may map names to their own axes, not {name!r}")
-            for method, sub in values.items():
-                for sub_name, sub_values in (sub or {}).items():
-                    if not isinstance(sub_values, list) or not sub_values:
-                        raise ValueError(f"axis method.{method}.{sub_name} must be a non-empty list")
 
 
 @dataclass
@@ -153,62 +99,13 @@ class SweepFailed(RuntimeError):
     """At least one cell failed (its record says why); the others ran."""
 
 
-def load_grid(path: str | Path) -> Grid:
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"sweep file {path} does not exist")
-    with open(path) as f:
-        raw = yaml.safe_load(f)  # params are data, never code
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"sweep file {path}: expected a mapping with study, fixed and axes")
-    return validate(Grid, raw, what=f"sweep key ({path.name})")
-
-
-def expand(grid: Grid) -> list[dict[str, Any]]:
-    """Every combination of each block's axes, merged over the fixed settings, in file order."""
-    return [cell for block in grid.blocks() for cell in _expand_block(block, grid.fixed)]
-
-
-def _expand_block(axes: Axes, fixed: dict[str, Any]) -> list[dict[str, Any]]:
-    plain = {k: v for k, v in axes.items() if not isinstance(v, dict)}
-    per_method = axes.get("method") if isinstance(axes.get("method"), dict) else None
-    method_options: list[dict[str, Any]] = [{}]
-    if per_method is not None:
-        method_options = []
-        for method, sub in per_method.items():
-            sub = sub or {}
-            for values in itertools.product(*sub.values()):
-                method_options.append({"method": method, **dict(zip(sub, values))})
-    cells = []
-    for values in itertools.product(*plain.values()):
-        for option in method_options:
-            cells.append({**fixed, **dict(zip(plain, values)), **option})
-    return cells
-
-
 def plan(sweep: str | Path, results_dir: str | Path | None = None, data_dir: str | None = None) -> Plan:
     """Validate every cell of a sweep file and mark those that already have an ok record."""
-    grid = load_grid(sweep)
-    folder = Path(results_dir) if results_dir else resolve_results_dir(None, grid.study)
-    cells, problems = [], []
-    model = {"finetune": FinetuneConfig, "pretrain": PretrainConfig, "multitask": MultiTaskConfig}[grid.kind]
-    for i, values in enumerate(expand(grid), start=1):
-        values = {**values, "results_dir": str(folder), **({"data_dir": data_dir} if data_dir else {})}
-        try:
-            cells.append(Cell(validate(model, values, what="setting")))
-        except ConfigError as e:
-            problems.append(f"cell {i} ({describe_values(values)}): {e}")
-    if problems:
-        raise ConfigError(f"sweep {sweep}: " + " | ".join(problems))
-    seen: dict[str, int] = {}
-    for i, cell in enumerate(cells, start=1):
-        if cell.run_id in seen:
-            raise ConfigError(f"sweep {sweep}: cells {seen[cell.run_id]} and {i} are the same run ({cell.run_id})")
-        seen[cell.run_id] = i
+    grid, folder, configs = grid_configs(sweep, results_dir, data_dir)
     check_writable(folder)
-    result = Plan(grid.study, folder, cells, grid.kind)
+    result = Plan(grid.study, folder, [Cell(config) for config in configs], grid.kind)
     _clean_temporary_files(folder)
-    for cell in cells:
+    for cell in result.cells:
         if ok_record(folder / f"{cell.run_id}.json"):
             cell.status = "done"
     return result

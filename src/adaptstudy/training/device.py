@@ -20,6 +20,7 @@ import torch
 from transformers import TrainingArguments
 
 from adaptstudy.runs.base import ConfigError, Precision
+from adaptstudy.runs.records import git_commit, versions
 
 NATIVE_BF16_CPU_FLAGS = {"avx512_bf16", "amx_bf16"}
 PRECISIONS: tuple[str, ...] = get_args(Precision)
@@ -70,6 +71,12 @@ def machine_description() -> dict[str, Any]:
         "precision": resolve_precision("auto"),
         "allocator": allocator_in_use(),
     }
+
+
+def provenance(**machine: Any) -> dict[str, Any]:
+    """The header of every benchmark's JSON: a speed means nothing without the machine (with any extra fields the
+    benchmark knows, e.g. its measured matmul peak), the library versions and the commit it was measured at."""
+    return {"machine": {**machine_description(), **machine}, "versions": versions(), "git_commit": git_commit()}
 
 
 def allocator_in_use() -> str:

@@ -112,7 +112,9 @@ HEADER = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    return stage_2_main(argv, "houlsby", label_runs, report_grid, HEADER, choices_comment)
+    return stage_2_main(
+        argv, "houlsby", label_runs, report_grid, HEADER, choices_comment, "params/cpu/houlsby_select.yaml"
+    )
 
 
 if __name__ == "__main__":

@@ -88,7 +88,9 @@ HEADER = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    return stage_2_main(argv, "peft_imdb", label_runs, report_grid, HEADER, choices_comment)
+    return stage_2_main(
+        argv, "peft_imdb", label_runs, report_grid, HEADER, choices_comment, "params/cpu/peft_imdb_select.yaml"
+    )
 
 
 if __name__ == "__main__":

@@ -170,7 +170,9 @@ HEADER = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    return stage_2_main(argv, "fusion", lambda runs: runs, report_grid, HEADER, choices_comment)
+    return stage_2_main(
+        argv, "fusion", lambda runs: runs, report_grid, HEADER, choices_comment, "params/cpu/fusion_select.yaml"
+    )
 
 
 if __name__ == "__main__":
