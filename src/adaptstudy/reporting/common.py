@@ -93,7 +93,7 @@ def stage_2_main(argv, study: str, label_runs, report_grid, header: str, choices
     the grid `report_grid` makes from stage 1's labelled runs, as YAML after `header` and `choices(runs)` (comment
     lines). It refuses while a cell of the stage-1 grid (`stage_1`, relative to the project) has no ok record: a
     rate would be chosen from part of its grid, and stage 2 would report at it."""
-    parser = argparse.ArgumentParser(description=stage_2_main.__doc__.split(":")[0])
+    parser = argparse.ArgumentParser(description="The stage-2 grid from stage 1's records, as YAML on stdout.")
     parser.add_argument("results_dir", nargs="?", help=f"stage 1's records (default: results/{study})")
     parser.add_argument("--stage-1", default=str(PROJECT_ROOT / stage_1), help=f"its grid (default: {stage_1})")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
