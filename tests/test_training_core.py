@@ -135,10 +135,16 @@ def test_a_resumed_run_costs_the_seconds_of_all_its_sessions_and_keeps_its_epoch
     kept = core.last_complete_checkpoint(folder)  # the last step but one
     marker = read_marker(kept)
     assert 0 < marker[core.SECONDS] <= first["train_runtime_s"] + first["eval_runtime_s"]
-    mark_complete(kept, {**marker, core.SECONDS: marker[core.SECONDS] + 1000.0})  # an earlier session of 1,000 s
+    here = core.here(settings)
+    assert marker[core.SESSIONS] == [here]
+    elsewhere = {"precision": "bf16" if here["precision"] == "fp32" else "fp32", "cpu_capability": "AVX512"}
+    # an earlier session of 1,000 s, on the other machine kind
+    mark_complete(kept, {**marker, core.SECONDS: marker[core.SECONDS] + 1000.0, core.SESSIONS: [elsewhere]})
     resumed = train(settings, checkpoint_dir=folder, write=False)
     assert resumed["resumed_from_step"] == marker["step"]
     assert resumed["train_runtime_s"] > 1000.0
+    assert resumed["sessions"] == [elsewhere, here] and first["sessions"] == [here]
+    assert resumed["precision_used"] == f"{elsewhere['precision']} then {here['precision']}"
     assert [row["epoch"] for row in resumed["history"]] == [row["epoch"] for row in first["history"]] == [1.0, 2.0]
 
 

@@ -39,6 +39,7 @@ def pad_to_multiple_of() -> int | None:
 
 LOSS_SUM = "loss_sum"  # in a checkpoint's marker: the training losses summed over its steps
 SECONDS = "seconds"  # in a checkpoint's marker: the seconds `trainer.train()` ran up to it, over every session
+SESSIONS = "sessions"  # in a checkpoint's marker: each session's precision and CPU kernels up to it (`here`)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class Session:
         self.seconds = 0.0  # this session's
         self.seconds_before = 0.0  # the sessions' before the resume; None where the checkpoint predates the ledger
         self._steps = 0
+        self.sessions = [here(config)]  # the machine of every session that trained the run, this one last
 
     def __enter__(self) -> Session:
         return self
@@ -150,6 +152,7 @@ class Session:
         marker = self.marker if self.resume else {LOSS_SUM: 0.0, SECONDS: 0.0}
         before = _known(marker.get(LOSS_SUM))
         self.seconds_before = _known(marker.get(SECONDS))
+        self.sessions = [*marker.get(SESSIONS, []), here(self.config)]
         if before is None:
             warnings.warn(f"{self.resume} predates loss sums: train_loss leaves out the steps before it", stacklevel=2)
         if self.seconds_before is None:
@@ -158,7 +161,9 @@ class Session:
         if self.checkpointing:
             ledger = RunLedger(trainer, before, self.seconds_before, start)
             trainer.add_callback(
-                TimedCheckpoints(self.config.checkpoint_every_s, lambda: {**keep(), **ledger.at_save()})
+                TimedCheckpoints(
+                    self.config.checkpoint_every_s, lambda: {**keep(), **ledger.at_save(), SESSIONS: self.sessions}
+                )
             )
         output = trainer.train(resume_from_checkpoint=self.resume)
         self.seconds = time.perf_counter() - start
@@ -169,6 +174,12 @@ class Session:
             loss = output.training_loss + before / max(output.global_step, 1)
             output = output._replace(training_loss=loss, metrics={**output.metrics, "train_loss": loss})
         return output
+
+
+def here(config: RunConfig) -> dict[str, str]:
+    """What a session trains with on this machine: a run resumed on another machine kind (AVX2 after AVX512-BF16)
+    trains its later steps in another precision, and its record has to say so."""
+    return {"precision": resolve_precision(config.precision), "cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 
 def _known(value: float | None) -> float | None:
@@ -210,7 +221,8 @@ def finish(run: Run, session: Session, write: bool = True, **fields: Any) -> dic
         peak_rss_mb=peak_rss_mb(),
         peak_rss_scope=run.peak_rss_scope,
         device="cuda" if torch.cuda.is_available() else "cpu",
-        precision_used=resolve_precision(config.precision),
+        precision_used=" then ".join(dict.fromkeys(s["precision"] for s in session.sessions)),
+        sessions=session.sessions,
         torch_threads=torch.get_num_threads(),
         machine=machine_description(),
         resumed_from_step=session.resumed_step,
