@@ -319,5 +319,7 @@ def test_the_planner_refuses_until_every_stage_1_cell_has_an_ok_record(tmp_path,
 
     fake_record(configs[0], 50.0, folder=results, selection_metric_value=60.0)
     assert hp.main([str(results), "--stage-1", str(stage1)]) == 0
-    grid = yaml.safe_load(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert "&id" not in out and "*id" not in out  # repeated seed lists are written out, not aliased
+    grid = yaml.safe_load(out)
     assert grid["axes"][0]["method"]["full"] == {"learning_rate": [2e-5]}
