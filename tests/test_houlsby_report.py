@@ -210,6 +210,34 @@ def test_the_layer_ablation_claims_read_the_ablation_runs_among_the_others(runs,
     assert claims.loc["Adapters of the lower layers matter less than those of the upper layers", "verdict"] == "holds"
 
 
+def test_an_ablation_of_runs_that_learned_nothing_carries_no_verdict(tmp_path, data_dir, fake_record):
+    for seed in (1, 2, 3):
+        config = FinetuneConfig(
+            task="rte", method="houlsby", adapter_size=64, learning_rate=1e-3, layer_ablation=True, seed=seed
+        )
+        ablation = [{"first": f, "last": last, "accuracy": 50.0} for f, last in ((0, 0), (0, 1), (1, 1))]
+        fake_record(config, 55.0, layer_ablation=ablation, majority_class_score=52.7)  # within noise of 52.7
+    claims = hc.claims(labelled(tmp_path)).set_index("claim")
+    one = claims.loc["Removing the adapters of any single layer costs little (at most 2 points)"]
+    assert one["verdict"] == "not testable" and one["why"] == "learned nothing: rte (3 runs)"
+
+
+def test_the_exploratory_verdicts_leave_out_the_tasks_whose_table1_runs_learned_nothing(
+    tmp_path, data_dir, fake_record
+):
+    for task, score in (("rte", 55.0), ("mrpc", 88.0)):  # MRPC is checked on accuracy: 88 is far above its 68.4
+        for seed in (0, 1, 2, 3):
+            for method, size, lr in (("full", None, 5e-5), ("houlsby", 64, 1e-3)):
+                config = FinetuneConfig(task=task, method=method, adapter_size=size, learning_rate=lr, seed=seed)
+                fake_record(config, score, metrics={"f1": score, "accuracy": score})
+    runs = labelled(tmp_path)
+    table, left_out = hc.claims_over_tasks_that_learned(runs)
+    assert left_out == ["rte"]
+    parity = table.set_index("claim").loc["Adapters of size 64 come within a point of full fine-tuning"]
+    assert parity["verdict"] == "holds" and parity["ours: effect [95% CI]"].startswith("+0.0")
+    assert hc.claims(runs).set_index("claim").loc[parity.name, "verdict"] == "not testable"
+
+
 def test_the_course_reproduction_sits_beside_ours_in_accuracy(tmp_path, fake_record):
     """The course reported accuracy on MRPC and CoLA; ours gives accuracy too, over the reported seeds."""
     for seed in range(4):
@@ -319,5 +347,7 @@ def test_the_planner_refuses_until_every_stage_1_cell_has_an_ok_record(tmp_path,
 
     fake_record(configs[0], 50.0, folder=results, selection_metric_value=60.0)
     assert hp.main([str(results), "--stage-1", str(stage1)]) == 0
-    grid = yaml.safe_load(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert "&id" not in out and "*id" not in out  # repeated seed lists are written out, not aliased
+    grid = yaml.safe_load(out)
     assert grid["axes"][0]["method"]["full"] == {"learning_rate": [2e-5]}

@@ -1,13 +1,18 @@
 """What every chapter shares: its runs as one frame (`load_runs`), the scale a table's runs were made at, mean ± sd,
 and the foundation chapter's verdict per task."""
 
+import pandas as pd
+
 from adaptstudy.reporting.common import (
     adapter_gap,
     compare_with_published,
     format_mean_sd,
+    grid_edge,
+    grid_edge_note,
     load_runs,
     mean_sd,
     partly_timed,
+    precision_by_stage,
     run_costs,
     scale_note,
     study_cost,
@@ -76,6 +81,38 @@ def test_the_cost_says_how_many_runs_trained_on_each_kind_of_machine(tmp_path, f
     cost = study_cost(load_runs(tmp_path), budget_h=2)
     assert cost.startswith("3 runs: 1.00 h of training")
     assert cost.endswith("Machines: 2 on AVX2, 1 not recorded.")
+
+
+def test_the_precision_note_says_how_the_choosing_and_the_reported_seeds_trained(tmp_path, fake_record):
+    _run(fake_record, 0, 1e-4)  # bf16, machine not recorded
+    fake_record(
+        FinetuneConfig(task="rte", method="full", seed=0, learning_rate=5e-5),
+        precision_used="fp32",
+        machine={"cpu_capability": "AVX2"},
+    )
+    for seed in (1, 2):
+        _run(fake_record, seed, 1e-4)
+    runs = load_runs(tmp_path)
+    assert precision_by_stage(runs) == (
+        "Runs of the choosing seed 0: 1 in bf16 on an unrecorded CPU, 1 in fp32 on AVX2. "
+        "Runs of the reported seeds: 2 in bf16 on an unrecorded CPU."
+    )
+    assert precision_by_stage(runs[runs["seed"] == 0]).endswith("Runs of the reported seeds: none yet.")
+
+
+def test_a_choice_at_either_end_of_its_grid_is_an_edge_and_a_middle_one_or_a_single_rate_is_not():
+    tried = pd.Series([1e-4, 3e-4, 1e-3])
+    assert [grid_edge(rate, tried) for rate in tried] == ["smallest", "", "largest"]
+    assert grid_edge(1e-3, pd.Series([1e-3, 1e-3])) == ""
+
+
+def test_the_edge_note_names_few_choices_and_counts_many():
+    chosen = pd.DataFrame({"method": ["full", "bitfit", "lora"], "edge": ["largest", "", "smallest"]})
+    note = grid_edge_note(chosen, lambda row: row.method)
+    assert note.startswith("With only a few rates per setting, the largest rate tried won for full; the smallest")
+    counted = grid_edge_note(chosen, lambda row: row.method, listed=1)
+    assert "2 of 3 choices fell on the edge of their grid (the column *edge*: 1 on the largest" in counted
+    assert grid_edge_note(chosen[chosen["edge"] == ""], lambda row: row.method) == ""
 
 
 def test_runs_resumed_before_the_time_ledger_make_the_hours_a_lower_bound_and_carry_no_speed(tmp_path, fake_record):

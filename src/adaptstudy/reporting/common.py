@@ -61,7 +61,7 @@ def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str | None
     """Per group of `keys`: the learning rate with the best `score` (default `choice_score`) among `grid` (runs of
     the selection seed), with every rate tried and its score, so a chapter can show the choice."""
     score = score or choice_score(grid)
-    columns = [*keys, "learning_rate", "grid", "choice score"]
+    columns = [*keys, "learning_rate", "grid", "choice score", "edge"]
     if grid.empty:
         return pd.DataFrame(columns=columns)
     rows = []
@@ -74,9 +74,61 @@ def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str | None
                 "learning_rate": best["config.learning_rate"],
                 "grid": rates,
                 "choice score": best[score],
+                "edge": grid_edge(best["config.learning_rate"], group["config.learning_rate"]),
             }
         )
     return pd.DataFrame(rows, columns=columns)
+
+
+def grid_edge(rate: float, tried: pd.Series) -> str:
+    """'largest' or 'smallest' where `rate` is an end of the two or more rates `tried`, else '': a choice at the
+    edge of its grid may have its optimum beyond it."""
+    if tried.nunique() < 2:
+        return ""
+    if np.isclose(rate, tried.max()):
+        return "largest"
+    return "smallest" if np.isclose(rate, tried.min()) else ""
+
+
+def grid_edge_note(chosen: pd.DataFrame, name, listed: int = 8) -> str:
+    """One sentence on the choices of `chosen` (from `choose_learning_rates`) that fell on the edge of their grid,
+    each named by `name(row)`; counted rather than named where more than `listed` did."""
+    sides = {side: [name(row) for row in chosen.itertuples() if row.edge == side] for side in ("largest", "smallest")}
+    edges = sum(len(names) for names in sides.values())
+    if not edges:
+        return ""
+    if edges <= listed:
+        won = "; ".join(f"the {side} rate tried won for {', '.join(names)}" for side, names in sides.items() if names)
+    else:
+        won = (
+            f"{edges} of {len(chosen)} choices fell on the edge of their grid (the column *edge*: "
+            f"{len(sides['largest'])} on the largest rate tried, {len(sides['smallest'])} on the smallest)"
+        )
+    return (
+        f"With only a few rates per setting, {won}: their best rate may lie beyond the grid, so their scores are "
+        "lower bounds of what tuning would give."
+    )
+
+
+def precision_by_stage(runs: pd.DataFrame) -> str:
+    """One sentence: the precision and CPU kernels the choosing seed's runs and the reported seeds' runs trained
+    in. Sessions land on machines with and without bf16, so a rate may be chosen in one precision and reported in
+    another; the reader sees where."""
+
+    def kinds(part: pd.DataFrame) -> str:
+        kind = part["record"].map(
+            lambda r: (
+                f"{r.get('precision_used') or 'fp32'} on "
+                f"{(r.get('machine') or {}).get('cpu_capability') or 'an unrecorded CPU'}"
+            )
+        )
+        return ", ".join(f"{n} in {k}" for k, n in kind.value_counts().items()) or "none yet"
+
+    choosing = runs["seed"] == SELECTION_SEED
+    return (
+        f"Runs of the choosing seed {SELECTION_SEED}: {kinds(runs[choosing])}. Runs of the reported seeds: "
+        f"{kinds(runs[~choosing])}."
+    )
 
 
 def shared_settings(records, per_run: set[str], shown: tuple[str, ...] = ()) -> dict:
@@ -111,8 +163,16 @@ def stage_2_main(argv, study: str, label_runs, report_grid, header: str, choices
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(header + choices(runs))
-    print(yaml.safe_dump(grid, sort_keys=False, default_flow_style=None, width=120), end="")
+    print(yaml.dump(grid, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=120), end="")
     return 0
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a repeated value out again rather than as an anchor and alias (`&id001`, `*id001`): the generated
+    grids are read by people."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
 
 
 def unfinished(stage_1: str | os.PathLike, folder: Path) -> list[RunConfig]:

@@ -220,6 +220,15 @@ def claims(runs: pd.DataFrame) -> pd.DataFrame:
     return verdict_table(verdicts(runs))
 
 
+def claims_over_tasks_that_learned(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Exploratory, not the chapter's verdicts (the scorecard never reads it): the verdict table over the tasks none
+    of whose Table 1 runs learned nothing, and the tasks left out. The claims were declared over every task, where
+    one task at chance makes them not testable; this says what the others show."""
+    table = flag_runs(reported_at_chosen_rates(runs))
+    left_out = sorted(set(table.loc[table["learned_nothing"].astype(bool), "task"])) if not table.empty else []
+    return claims(runs[~runs["task"].isin(left_out)]), left_out
+
+
 def course_reproduction(runs: pd.DataFrame) -> pd.DataFrame:
     """The independent course reproduction (BERT-base, dev accuracy) beside ours in the same metric on its tasks:
     full fine-tuning, adapters (ours: the best size) and adapters − full, ours with its 95% interval over the
@@ -275,14 +284,17 @@ def _top_k_units(runs: pd.DataFrame) -> list[Unit]:
 
 
 def _ablation_verdicts(runs: pd.DataFrame) -> list[Verdict]:
-    """The layer ablation: per task, each reported seed's ablation record gives one value per claim."""
+    """The layer ablation: per task, each reported seed's ablation record gives one value per claim. A run that
+    learned nothing has nothing for its adapters to carry, so it makes its task's unit not testable, as in Table 1
+    (`runs` come flagged by `verdicts`)."""
+    flagged = set(runs.loc[runs["learned_nothing"].astype(bool), "run_id"]) if "learned_nothing" in runs else set()
     one, everything, lower = [], [], []
     for task, records in ablations_by_task(runs).items():
         stats = [_ablation_stats(r) for r in records]
         ids = tuple(r["run_id"] for r in records)
-        one.append(contrast(task, Arm([s[0] for s in stats], run_ids=ids), 0.0))
-        everything.append(contrast(task, Arm([s[1] for s in stats], run_ids=ids), 0.0))
-        lower.append(contrast(task, Arm([s[2] for s in stats], run_ids=ids), 0.0))
+        nothing = sum(r in flagged for r in ids)
+        for claim, values in zip((one, everything, lower), zip(*stats)):
+            claim.append(contrast(task, Arm(list(values), learned_nothing=nothing, run_ids=ids), 0.0))
     return [verdict_of(ONE_LAYER, one), verdict_of(ALL_LAYERS, everything), verdict_of(LOWER_LAYERS, lower)]
 
 

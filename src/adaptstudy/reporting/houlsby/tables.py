@@ -19,6 +19,7 @@ from adaptstudy.reporting.common import (
     chosen_on,
     config_column,
     format_mean_sd,
+    grid_edge_note,
     partly_timed,
 )
 from adaptstudy.reporting.published import (
@@ -99,6 +100,11 @@ def selection_note(runs: pd.DataFrame) -> str:
         f"{chosen_on(selection_grid(runs))}. Tables report the dev set over the other seeds, and the verdicts "
         "rest on them alone."
     )
+
+
+def rate_edge_note(runs: pd.DataFrame) -> str:
+    """Which choices (every label stage 1 ran) fell on the largest or smallest rate tried."""
+    return grid_edge_note(chosen_learning_rates(runs, labels=None), lambda row: f"{row.task} {row.label}")
 
 
 def at_chosen_rates(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from adaptstudy.reporting.common import (
     chosen_on,
     config_column,
     format_mean_sd,
+    grid_edge_note,
 )
 from adaptstudy.reporting.published import (
     PEFT_REPORT,
@@ -100,27 +101,7 @@ def chosen_learning_rates(runs: pd.DataFrame) -> pd.DataFrame:
 
 def rate_edge_note(runs: pd.DataFrame) -> str:
     """Which methods chose the larger or the smaller of the rates they tried: an optimum may lie beyond the grid."""
-    grid = selection_grid(runs)
-    sides: dict[str, list[str]] = {"largest": [], "smallest": []}
-    for row in chosen_learning_rates(runs).itertuples():
-        tried = grid[(grid["backbone"] == row.backbone) & (grid["method"] == row.method)]["config.learning_rate"]
-        if tried.nunique() > 1:
-            side = (
-                "largest"
-                if np.isclose(row.learning_rate, tried.max())
-                else "smallest"
-                if np.isclose(row.learning_rate, tried.min())
-                else None
-            )
-            if side:
-                sides[side].append(row.method)
-    if not any(sides.values()):
-        return ""
-    parts = [f"the {side} rate tried won for {', '.join(methods)}" for side, methods in sides.items() if methods]
-    return (
-        "With only a few rates per method, " + "; ".join(parts) + ": their best rate may lie beyond the grid, so "
-        "their scores are lower bounds of what tuning would give."
-    )
+    return grid_edge_note(chosen_learning_rates(runs), lambda row: row.method)
 
 
 def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
