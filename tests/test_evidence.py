@@ -104,6 +104,14 @@ def test_with_predictions_the_interval_covers_the_examples_drawn():
     assert widened.verdict == "holds"
 
 
+def test_a_contrast_of_arms_in_one_metric_resamples_that_metric_unless_told_another():
+    a, b = Arm([70.0, 71.0, 72.0], metric="mcc"), Arm([60.0, 61.0, 62.0], metric="mcc")
+    assert contrast("cola", a, b).metric == "mcc"
+    assert contrast("cola", a, b, metric="accuracy").metric == "accuracy"
+    assert contrast("cola", a, 50.0).metric == "mcc"
+    assert contrast("mixed", a, Arm([1.0, 2.0, 3.0], metric="f1")).metric is None
+
+
 @pytest.mark.parametrize("metric", ["accuracy", "f1", "macro_f1", "micro_f1", "mcc"])
 def test_resampled_class_metrics_equal_the_projects_metrics(metric):
     rng = np.random.default_rng(5)

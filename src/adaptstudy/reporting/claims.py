@@ -98,16 +98,19 @@ def learned_units(units: Sequence[Unit]) -> tuple[list[Unit], str]:
 
 def arm(runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "learned_nothing") -> Arm:
     """The arm of these runs: their scores, how many learned nothing, their run ids, and their predictions with the
-    labels when every run stored them on the same examples (for the bootstrap over examples)."""
+    labels when every run stored them on the same examples (for the bootstrap over examples), in the runs' main
+    metric when `score` is it."""
     records = list(runs["record"]) if "record" in runs else []
     stored = [r.get("predictions") for r in records]
     shared = bool(records) and all(stored) and len({s["examples_sha256"] for s in stored}) == 1
+    main = runs["main_metric"].unique() if score == "main_metric_value" and "main_metric" in runs else []
     return Arm(
         runs[score].astype(float).tolist(),
         int(runs[learned].sum()) if learned in runs else 0,
         [decode(s) for s in stored] if shared else None,
         reported_labels(records[0]) if shared else None,
         tuple(runs["run_id"]) if "run_id" in runs else (),
+        main[0] if len(main) == 1 else None,
     )
 
 

@@ -64,6 +64,7 @@ class Arm:
     predictions: Sequence[np.ndarray] | None = None
     labels: np.ndarray | None = None
     run_ids: tuple[str, ...] = ()
+    metric: str | None = None  # the metric `scores` are in, which the bootstrap recomputes from `predictions`
 
     def __post_init__(self):
         self.scores = np.asarray(self.scores, dtype=float)
@@ -114,7 +115,10 @@ class Unit:
 
 def contrast(name: str, a: Arm, b: Arm | float, *, labels: np.ndarray | None = None, metric: str | None = None) -> Unit:
     """The unit a − b (b an arm, or a constant such as a threshold or a baseline's score). `labels` and `metric` are
-    keywords: a metric's name passed where the labels go once made the bootstrap resample a string."""
+    keywords: a metric's name passed where the labels go once made the bootstrap resample a string. Without
+    `metric`, the arms' own, where they share one."""
+    metrics = {x.metric for x in (a, b) if isinstance(x, Arm)}
+    metric = metric or (metrics.pop() if len(metrics) == 1 else None)
     if isinstance(b, Arm):
         return Unit(name, [(1.0, a), (-1.0, b)], labels=labels, metric=metric)
     return Unit(name, [(1.0, a)], offset=-float(b), labels=labels, metric=metric)
