@@ -8,17 +8,16 @@ from adaptstudy.reporting.common import (
     compare_with_published,
     format_mean_sd,
     grid_edge,
-    grid_edge_note,
     load_runs,
     mean_sd,
     partly_timed,
-    precision_by_stage,
     run_costs,
     scale_note,
     study_cost,
 )
 from adaptstudy.reporting.evidence import VERDICTS
 from adaptstudy.reporting.published import HOULSBY_2019
+from adaptstudy.reporting.selection import grid_edge_note, precision_by_stage
 from adaptstudy.runs.finetune_config import FinetuneConfig
 
 

@@ -90,47 +90,6 @@ def grid_edge(rate: float, tried: pd.Series) -> str:
     return "smallest" if np.isclose(rate, tried.min()) else ""
 
 
-def grid_edge_note(chosen: pd.DataFrame, name, listed: int = 8) -> str:
-    """One sentence on the choices of `chosen` (from `choose_learning_rates`) that fell on the edge of their grid,
-    each named by `name(row)`; counted rather than named where more than `listed` did."""
-    sides = {side: [name(row) for row in chosen.itertuples() if row.edge == side] for side in ("largest", "smallest")}
-    edges = sum(len(names) for names in sides.values())
-    if not edges:
-        return ""
-    if edges <= listed:
-        won = "; ".join(f"the {side} rate tried won for {', '.join(names)}" for side, names in sides.items() if names)
-    else:
-        won = (
-            f"{edges} of {len(chosen)} choices fell on the edge of their grid (the column *edge*: "
-            f"{len(sides['largest'])} on the largest rate tried, {len(sides['smallest'])} on the smallest)"
-        )
-    return (
-        f"With only a few rates per setting, {won}: their best rate may lie beyond the grid, so their scores are "
-        "lower bounds of what tuning would give."
-    )
-
-
-def precision_by_stage(runs: pd.DataFrame) -> str:
-    """One sentence: the precision and CPU kernels the choosing seed's runs and the reported seeds' runs trained
-    in. Sessions land on machines with and without bf16, so a rate may be chosen in one precision and reported in
-    another; the reader sees where."""
-
-    def kinds(part: pd.DataFrame) -> str:
-        kind = part["record"].map(
-            lambda r: (
-                f"{r.get('precision_used') or 'fp32'} on "
-                f"{(r.get('machine') or {}).get('cpu_capability') or 'an unrecorded CPU'}"
-            )
-        )
-        return ", ".join(f"{n} in {k}" for k, n in kind.value_counts().items()) or "none yet"
-
-    choosing = runs["seed"] == SELECTION_SEED
-    return (
-        f"Runs of the choosing seed {SELECTION_SEED}: {kinds(runs[choosing])}. Runs of the reported seeds: "
-        f"{kinds(runs[~choosing])}."
-    )
-
-
 def shared_settings(records, per_run: set[str], shown: tuple[str, ...] = ()) -> dict:
     """The settings every one of `records` shares, leaving out `per_run` keys and keeping only those that differ
     from `FinetuneConfig`'s defaults or are `shown`: what a stage-2 grid carries over from stage 1."""

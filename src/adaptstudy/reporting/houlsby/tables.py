@@ -19,7 +19,6 @@ from adaptstudy.reporting.common import (
     chosen_on,
     config_column,
     format_mean_sd,
-    grid_edge_note,
     partly_timed,
 )
 from adaptstudy.reporting.published import (
@@ -33,6 +32,7 @@ from adaptstudy.reporting.published import (
     HOULSBY_TABLE2_PARAMS,
     published_frame,
 )
+from adaptstudy.reporting.selection import grid_edge_note
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
 SIZES = (8, 64, 256)

@@ -19,7 +19,6 @@ from adaptstudy.reporting.common import (
     chosen_on,
     config_column,
     format_mean_sd,
-    grid_edge_note,
 )
 from adaptstudy.reporting.published import (
     PEFT_REPORT,
@@ -30,6 +29,7 @@ from adaptstudy.reporting.published import (
     PEFT_REPORT_STAND_INS,
     published_frame,
 )
+from adaptstudy.reporting.selection import grid_edge_note
 
 SELECTION_SETTING = PEFT_REPORT_SETTINGS[0.9]
 KEYS = ["backbone", "method"]
