@@ -161,6 +161,16 @@ def test_init_scale_is_judged_per_task_on_the_reported_seeds(tmp_path, run):
     assert verdicts["Performance degrades with initialisation std above 1e-2"] == "holds"
 
 
+def test_the_init_table_counts_per_std_the_runs_that_learned_nothing(tmp_path, data_dir, run):
+    for seed in (1, 2, 3):
+        run(66.0 + seed, method="houlsby", size=64, lr=1e-3, adapter_init_std=1e-2, seed=seed)
+        run(100 * 146 / 277, method="houlsby", size=64, lr=1e-3, adapter_init_std=1.0, seed=seed)  # the constant
+    table = hc.init_table(hc.init_frame(labelled(tmp_path))).set_index("init std")
+    assert table["learned nothing"].to_dict() == {1e-2: 0, 1.0: 3}
+    assert table.loc[1e-2, "mean"] == 68.0 and table.loc[1e-2, "seeds"] == 3
+    assert table["constant"].round(1).tolist() == [52.7, 52.7]
+
+
 def test_size_means_average_the_reported_seeds_over_tasks_that_have_every_size(tmp_path, run):
     for task, scores in (("rte", (60.0, 62.0, 58.0)), ("mrpc", (80.0, 82.0, 84.0))):
         for size, score in zip((8, 64, 256), scores):

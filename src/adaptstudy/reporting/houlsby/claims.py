@@ -95,6 +95,20 @@ def init_frame(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.loc[std.notna()].assign(init_std=std[std.notna()].astype(float))
 
 
+def init_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per task and init std: mean and sd over seeds, and how many runs learned nothing (at a large std the adapters
+    can swamp the frozen layers' output, which the flags show)."""
+    flagged_runs = flag_runs(frame)
+    table = flagged_runs.groupby(["task", "init_std"], as_index=False).agg(
+        seeds=("seed", "nunique"),
+        mean=("main_metric_value", "mean"),
+        sd=("main_metric_value", "std"),
+        constant=("constant", "first"),
+        learned_nothing=("learned_nothing", "sum"),
+    )
+    return table.rename(columns={"init_std": "init std", "learned_nothing": "learned nothing"})
+
+
 def plot_init(frame: pd.DataFrame):
     if frame.empty:
         return None
