@@ -17,7 +17,7 @@ from adaptstudy.reporting.common import (
 )
 from adaptstudy.reporting.evidence import VERDICTS
 from adaptstudy.reporting.published import HOULSBY_2019
-from adaptstudy.reporting.selection import grid_edge_note, precision_by_stage
+from adaptstudy.reporting.selection import grid_edge_note, precision_by, precision_by_stage
 from adaptstudy.runs.finetune_config import FinetuneConfig
 
 
@@ -97,6 +97,12 @@ def test_the_precision_note_says_how_the_choosing_and_the_reported_seeds_trained
         "Runs of the reported seeds: 2 in bf16 on an unrecorded CPU."
     )
     assert precision_by_stage(runs[runs["seed"] == 0]).endswith("Runs of the reported seeds: none yet.")
+    table = precision_by(runs, ["seed"]).set_index("seed")
+    assert table.to_dict("index") == {
+        0: {"bf16 on an unrecorded CPU": 1, "fp32 on AVX2": 1},
+        1: {"bf16 on an unrecorded CPU": 1, "fp32 on AVX2": 0},
+        2: {"bf16 on an unrecorded CPU": 1, "fp32 on AVX2": 0},
+    }
 
 
 def test_a_choice_at_either_end_of_its_grid_is_an_edge_and_a_middle_one_or_a_single_rate_is_not():

@@ -28,19 +28,31 @@ def grid_edge_note(chosen: pd.DataFrame, name, listed: int = 8) -> str:
     )
 
 
+def machine_kind(runs: pd.DataFrame) -> pd.Series:
+    """Per run, the precision it trained in and the CPU kernels torch picked: 'bf16 on AVX512', 'fp32 on AVX2'."""
+    return runs["record"].map(
+        lambda r: (
+            f"{r.get('precision_used') or 'fp32'} on "
+            f"{(r.get('machine') or {}).get('cpu_capability') or 'an unrecorded CPU'}"
+        )
+    )
+
+
+def precision_by(runs: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """How many runs of each group (e.g. task and condition) trained in each precision and machine kind: where a
+    chapter's sessions landed on both kinds, a comparison may straddle them, and the reader sees which does."""
+    if runs.empty:
+        return pd.DataFrame(columns=columns)
+    return pd.crosstab([runs[c] for c in columns], machine_kind(runs)).reset_index().rename_axis(columns=None)
+
+
 def precision_by_stage(runs: pd.DataFrame) -> str:
     """One sentence: the precision and CPU kernels the choosing seed's runs and the reported seeds' runs trained
     in. Sessions land on machines with and without bf16, so a rate may be chosen in one precision and reported in
     another; the reader sees where."""
 
     def kinds(part: pd.DataFrame) -> str:
-        kind = part["record"].map(
-            lambda r: (
-                f"{r.get('precision_used') or 'fp32'} on "
-                f"{(r.get('machine') or {}).get('cpu_capability') or 'an unrecorded CPU'}"
-            )
-        )
-        return ", ".join(f"{n} in {k}" for k, n in kind.value_counts().items()) or "none yet"
+        return ", ".join(f"{n} in {k}" for k, n in machine_kind(part).value_counts().items()) or "none yet"
 
     choosing = runs["seed"] == SELECTION_SEED
     return (
