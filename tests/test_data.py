@@ -264,3 +264,15 @@ def test_a_data_dir_that_is_a_file_says_so_at_once(tmp_path):
     not_a_folder.write_text("")
     with pytest.raises(DataNotFoundError, match=rf"data_dir {not_a_folder} is a file, not a folder"):
         load_task("rte", not_a_folder)
+
+
+def test_truncation_says_what_each_length_cuts_on_real_reviews(data_dir):
+    from adaptstudy.data.describe import truncation
+    from adaptstudy.models.backbones import load_tokenizer
+
+    reviews = load_task("imdb", data_dir)["train"].select(range(300))["text_a"]
+    table = truncation(reviews, load_tokenizer("minilm-l6"), [128, 256, 100_000]).set_index("max_seq_length")
+    assert table.loc[100_000, "texts cut (%)"] == 0 and table.loc[100_000, "tokens kept (%)"] == 100
+    assert 60 < table.loc[128, "texts cut (%)"] < 100  # IMDb reviews average about 300 tokens
+    assert table.loc[128, "tokens kept (%)"] < table.loc[256, "tokens kept (%)"] < 100
+    assert table.loc[128, "tokens per example"] <= 128 and table.loc[128, "cost vs shortest"] == 1

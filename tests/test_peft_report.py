@@ -118,17 +118,6 @@ def test_epoch_history_and_costs_come_from_the_records(runs):
     assert table.loc[("90%/10%", "bitfit"), "epoch_s"] == 4.0
 
 
-def test_learning_curve_has_the_fractions_of_the_cap(runs):
-    curve = pf.learning_curve(runs).set_index("schedule")
-    by_epochs, by_updates = curve.loc["2 epochs at every size"], curve.loc["76 updates at every size"]
-    assert by_epochs["train_examples"].tolist() == [120, 360, 1200] and by_epochs["accuracy"].tolist() == [
-        65.0,
-        75.0,
-        84.0,
-    ]
-    assert by_updates["train_examples"].tolist() == [120, 1200] and by_updates["accuracy"].tolist() == [72.0, 84.0]
-
-
 def test_verdicts_rest_on_the_seeds_that_chose_no_rate(runs):
     table = pc.claims(runs)
     assert len(table) == 6 and set(table["verdict"]) <= {"not testable"}  # the fixture's runs are seed 0's

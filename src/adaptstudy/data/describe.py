@@ -38,3 +38,23 @@ def describe_task(splits: DatasetDict, tokenizer, spec: TaskSpec, max_seq_length
         "lengths": lengths,
         "length_summary": summary.reset_index(),
     }
+
+
+def truncation(texts: list[str], tokenizer, lengths: list[int]) -> pd.DataFrame:
+    """What cutting the texts at each `max_seq_length` keeps: the share of texts cut, the share of their tokens
+    kept, and the mean tokens per example after the cut, which a step's cost grows with (batches pad to their
+    longest example)."""
+    counts = np.array([len(ids) for ids in tokenizer(list(texts), verbose=False)["input_ids"]])
+    rows = []
+    for length in lengths:
+        kept = np.minimum(counts, length)
+        rows.append(
+            {
+                "max_seq_length": length,
+                "texts cut (%)": 100 * (counts > length).mean(),
+                "tokens kept (%)": 100 * kept.sum() / counts.sum(),
+                "tokens per example": kept.mean(),
+            }
+        )
+    table = pd.DataFrame(rows)
+    return table.assign(**{"cost vs shortest": table["tokens per example"] / table["tokens per example"].iloc[0]})

@@ -1,4 +1,4 @@
-"""The IMDb chapter's figures: per-epoch loss and accuracy, accuracy against costs, and the learning curve.
+"""The IMDb chapter's figures: per-epoch loss and accuracy, and accuracy against costs.
 
 Every function takes the runs of `load_runs`, labelled by `tables.label_runs` (or a table made from them).
 """
@@ -6,12 +6,11 @@ Every function takes the runs of `load_runs`, labelled by `tables.label_runs` (o
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.common import SELECTION_SEED, config_column
-from adaptstudy.reporting.peft.tables import SELECTION_SETTING, at_chosen_rates
+from adaptstudy.reporting.common import SELECTION_SEED
+from adaptstudy.reporting.peft.tables import at_chosen_rates
 from adaptstudy.reporting.published import PEFT_REPORT_METHODS
 
 
@@ -110,59 +109,3 @@ def plot_costs(table: pd.DataFrame):
     fig.tight_layout()
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small", frameon=False)
     return fig
-
-
-def updates(runs: pd.DataFrame) -> pd.Series:
-    """Optimizer steps of each run: `max_steps` where set, else batches per epoch times epochs."""
-    by_epochs = np.ceil(runs["train_examples"] / runs["config.batch_size"]) * runs["config.num_train_epochs"]
-    return config_column(runs, "max_steps").fillna(by_epochs).astype(int)
-
-
-def learning_curve(runs: pd.DataFrame) -> pd.DataFrame:
-    """Validation accuracy against training examples (90%/10% setting) for the methods run at several fractions,
-    per schedule: the same epochs at every size, or the same number of updates (`max_steps`) at every size. The
-    full-cap run belongs to a fixed-updates schedule too when it made that many updates."""
-    columns = ["backbone", "method", "schedule", "train_examples", "accuracy", "seeds"]
-    chosen = at_chosen_rates(runs)
-    chosen = chosen[chosen["setting"] == SELECTION_SETTING]
-    chosen = chosen[chosen.groupby(["backbone", "method"])["fraction"].transform("nunique") > 1]
-    if chosen.empty:
-        return pd.DataFrame(columns=columns)
-    chosen = chosen.assign(updates=updates(chosen))
-    fixed_steps = config_column(chosen, "max_steps").notna()
-    by_epochs = chosen[~fixed_steps]
-    parts = [by_epochs.assign(schedule=[f"{e:g} epochs at every size" for e in by_epochs["config.num_train_epochs"]])]
-    for steps in sorted(chosen.loc[fixed_steps, "updates"].unique()):
-        same = chosen[(chosen["updates"] == steps) & (fixed_steps | (chosen["fraction"] == 1.0))]
-        parts.append(same.assign(schedule=f"{steps} updates at every size"))
-    curve = pd.concat(parts)
-    return (
-        curve.groupby(["backbone", "method", "schedule", "train_examples"])
-        .agg(accuracy=("main_metric_value", "mean"), seeds=("seed", "nunique"))
-        .reset_index()
-    )
-
-
-def plot_learning_curve(curve: pd.DataFrame):
-    if curve.empty:
-        return None
-    grid = sns.relplot(
-        data=curve,
-        x="train_examples",
-        y="accuracy",
-        hue="method",
-        col="schedule",
-        kind="line",
-        marker="o",
-        errorbar=("ci", 95),
-        seed=0,
-        palette=method_palette(curve["method"]),
-        height=3.6,
-        aspect=1.1,
-    )
-    grid.set(xscale="log", xlabel="training reviews (log scale)", ylabel="validation accuracy (%)")
-    grid.set_titles("{col_name}")
-    for ax in grid.axes.flat:
-        ax.axhline(50, color="0.6", lw=0.8, ls=":")  # chance: the re-split is balanced
-    plt.tight_layout()
-    return grid
