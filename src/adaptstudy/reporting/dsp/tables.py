@@ -172,8 +172,7 @@ TABLE_NOTE = (
     "of the BioMed and CS tasks read '–': no domain corpus offline. *Control* (ours only; the paper has none): "
     "continued masked-LM training on neutral text (Brown without its press categories) with the steps, rate and "
     "batch of the task's DAPT. *Constant*: the constant prediction's score on "
-    "our dev split, in the metric of the row. *[accuracy]*: runs made before IMDb recorded macro-F1, the paper's "
-    f"metric, show accuracy. {FLAG_NOTE}"
+    f"our dev split, in the metric of the row. {FLAG_NOTE}"
 )
 
 
