@@ -266,11 +266,10 @@ BUDGET_H = 5  # the issue's plan on an AVX512-BF16 machine (about 2.5x that on a
 def chapter_cost(runs: pd.DataFrame, pretrain_runs: pd.DataFrame) -> str:
     """What the chapter cost: its fine-tuning and its pretraining runs together, against the planned CPU-hours, and
     the pretraining's share."""
-    both = pd.concat([runs, pretrain_runs], ignore_index=True)
+    cost = study_cost(pd.concat([runs, pretrain_runs], ignore_index=True), BUDGET_H)
     if pretrain_runs.empty:
-        return study_cost(both, BUDGET_H)
-    pretrain_h = pretrain_runs["train_runtime_s"].sum() / 3600
-    return study_cost(both, BUDGET_H) + f" Of the training, {pretrain_h:.2f} h were masked-LM pretraining."
+        return cost
+    return cost + f" Of the training, {pretrain_runs['train_runtime_s'].sum() / 3600:.2f} h were masked-LM pretraining."
 
 
 def recipe_note(runs: pd.DataFrame, pretrain_runs: pd.DataFrame) -> str:
