@@ -140,6 +140,25 @@ def test_three_seeds_give_verdicts_and_the_adapter_claim_needs_its_own_seeds(tmp
     assert "fewer than 3 reported seeds: helpfulness (1)" in table["why"].iloc[-1]
 
 
+def test_dapts_gain_splits_into_more_mlm_and_the_domain_on_the_tasks_with_a_control(tmp_path, run):
+    for seed, noise in enumerate((0.0, 0.5, 1.0)):
+        for score, start in ((60, WARM), (63, DAPT), (65, CONTROL)):
+            run(score + noise, start, seed=seed)
+        run(70 + noise, WARM, seed=seed, task="agnews")  # no control or DAPT: not a row
+        run(72 + noise, {**NOT_DAPT, "corpus": "reviews"}, seed=seed, task="agnews")
+    table = dc.domain_or_more_mlm(dr.label_runs(load_runs(tmp_path))).set_index("task")
+    assert table.index.tolist() == ["helpfulness", "over tasks"]
+    more_mlm, domain, dapt = (table.loc["over tasks", c] for c in dc.DECOMPOSITION)
+    assert (more_mlm[:5], domain[:5], dapt[:5]) == ("+5.0 ", "-2.0 ", "+3.0 ")
+    assert "fewer than" not in more_mlm
+
+
+def test_the_split_says_when_an_arm_is_short_of_seeds(runs):
+    table = dc.domain_or_more_mlm(runs).set_index("task")
+    assert table.loc["helpfulness", "the domain (DAPT − control)"].startswith("+3.0 [")
+    assert "fewer than 3 reported seeds: helpfulness (2)" in table.loc["helpfulness", "the domain (DAPT − control)"]
+
+
 def test_the_recipe_is_read_off_the_records(runs):
     pretraining = pd.DataFrame(
         {
