@@ -4,15 +4,19 @@ verdicts."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from sklearn.metrics import f1_score
 
+from adaptstudy.data import load_task, resolve_task
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.dsp import claims as dc
 from adaptstudy.reporting.dsp import figures as df
 from adaptstudy.reporting.dsp import tables as dr
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.predictions import stored_predictions
 from adaptstudy.runs.pretrain_config import PretrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,6 +161,30 @@ def test_the_split_says_when_an_arm_is_short_of_seeds(runs):
     table = dc.domain_or_more_mlm(runs).set_index("task")
     assert table.loc["helpfulness", "the domain (DAPT − control)"].startswith("+3.0 [")
     assert "fewer than 3 reported seeds: helpfulness (2)" in table.loc["helpfulness", "the domain (DAPT − control)"]
+
+
+def test_the_adapter_claim_bootstraps_over_the_stored_predictions(tmp_path, fake_record, data_dir):
+    """The adapter's gain against the full model's is a difference of differences: built without the task's
+    metric, the bootstrap over examples of runs that stored predictions failed on metric None."""
+    spec = resolve_task("helpfulness")
+    dev = load_task("helpfulness", data_dir)[spec.eval_split]
+    labels = np.asarray(dev["label"])
+    rng = np.random.default_rng(0)
+    cells = [  # (starting point, method, adapter use, share of examples right)
+        (WARM, "full", None, 0.8),
+        (DAPT, "full", None, 0.9),
+        (WARM, "pfeiffer", None, 0.75),
+        (ADAPTER_DAPT, "pfeiffer", "continue", 0.85),
+    ]
+    for seed in (0, 1, 2):
+        for start, method, use, right in cells:
+            predictions = np.where(rng.random(len(labels)) < right, labels, 1 - labels)
+            config = FinetuneConfig(task="helpfulness", method=method, seed=seed, init_from=start, adapter_use=use)
+            stored = stored_predictions(predictions, dev, spec.eval_split, regression=False)
+            fake_record(config, 100 * f1_score(labels, predictions, average="macro"), predictions=stored)
+    adapter_claim = dc.verdicts(dr.label_runs(load_runs(tmp_path)))[-1]
+    assert adapter_claim.claim is dc.ADAPTER_DAPT
+    assert "paired bootstrap over evaluation examples" in adapter_claim.judgements[0].method
 
 
 def test_the_recipe_is_read_off_the_records(runs):

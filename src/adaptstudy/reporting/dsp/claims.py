@@ -80,11 +80,16 @@ def _cells(runs: pd.DataFrame, task: str, condition: str, adaptation="full model
     return arm(chosen[chosen["adaptation"] == adaptation], "score")
 
 
+def _metric(runs: pd.DataFrame) -> dict[str, str]:
+    """Per task, the metric its scores are in (the bootstrap over examples recomputes it)."""
+    return runs.groupby("task")["scored_as"].first().to_dict()
+
+
 def _vs(runs: pd.DataFrame, condition: str, other: str) -> list[Unit]:
     """The full model's `condition` − `other`, one unit per task that ran both."""
     full = runs[runs["adaptation"] == "full model"]
     has = {c: set(full.loc[full["condition"] == c, "task"]) for c in (condition, other)}
-    metric = runs.groupby("task")["scored_as"].first().to_dict()
+    metric = _metric(runs)
     return [
         contrast(t, _cells(runs, t, condition), _cells(runs, t, other), metric=metric[t])
         for t in sorted(has[condition] & has[other])
@@ -107,6 +112,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
                 (-1.0, _cells(runs, t, "dapt")),
                 (1.0, _cells(runs, t, "baseline")),
             ],
+            metric=_metric(runs)[t],
         )
         for t in dapt_tasks
         if not runs[(runs["task"] == t) & (runs["adaptation"] == ADAPTER_VARIANT)].empty
