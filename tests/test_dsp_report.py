@@ -4,15 +4,19 @@ verdicts."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from sklearn.metrics import f1_score
 
+from adaptstudy.data import load_task, resolve_task
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.dsp import claims as dc
 from adaptstudy.reporting.dsp import figures as df
 from adaptstudy.reporting.dsp import tables as dr
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.predictions import stored_predictions
 from adaptstudy.runs.pretrain_config import PretrainConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,6 +142,49 @@ def test_three_seeds_give_verdicts_and_the_adapter_claim_needs_its_own_seeds(tmp
     # more masked-LM training on neutral text gains as much: DAPT's gain is not the domain's
     assert table.loc[dc.DAPT_DOMAIN.sentence, "ours: effect [95% CI]"].startswith("-2.0 [")
     assert "fewer than 3 reported seeds: helpfulness (1)" in table["why"].iloc[-1]
+
+
+def test_dapts_gain_splits_into_more_mlm_and_the_domain_on_the_tasks_with_a_control(tmp_path, run):
+    for seed, noise in enumerate((0.0, 0.5, 1.0)):
+        for score, start in ((60, WARM), (63, DAPT), (65, CONTROL)):
+            run(score + noise, start, seed=seed)
+        run(70 + noise, WARM, seed=seed, task="agnews")  # no control or DAPT: not a row
+        run(72 + noise, {**NOT_DAPT, "corpus": "reviews"}, seed=seed, task="agnews")
+    table = dc.domain_or_more_mlm(dr.label_runs(load_runs(tmp_path))).set_index("task")
+    assert table.index.tolist() == ["helpfulness", "over tasks"]
+    more_mlm, domain, dapt = (table.loc["over tasks", c] for c in dc.DECOMPOSITION)
+    assert (more_mlm[:5], domain[:5], dapt[:5]) == ("+5.0 ", "-2.0 ", "+3.0 ")
+    assert "fewer than" not in more_mlm
+
+
+def test_the_split_says_when_an_arm_is_short_of_seeds(runs):
+    table = dc.domain_or_more_mlm(runs).set_index("task")
+    assert table.loc["helpfulness", "the domain (DAPT − control)"].startswith("+3.0 [")
+    assert "fewer than 3 reported seeds: helpfulness (2)" in table.loc["helpfulness", "the domain (DAPT − control)"]
+
+
+def test_the_adapter_claim_bootstraps_over_the_stored_predictions(tmp_path, fake_record, data_dir):
+    """The adapter's gain against the full model's is a difference of differences: built without the task's
+    metric, the bootstrap over examples of runs that stored predictions failed on metric None."""
+    spec = resolve_task("helpfulness")
+    dev = load_task("helpfulness", data_dir)[spec.eval_split]
+    labels = np.asarray(dev["label"])
+    rng = np.random.default_rng(0)
+    cells = [  # (starting point, method, adapter use, share of examples right)
+        (WARM, "full", None, 0.8),
+        (DAPT, "full", None, 0.9),
+        (WARM, "pfeiffer", None, 0.75),
+        (ADAPTER_DAPT, "pfeiffer", "continue", 0.85),
+    ]
+    for seed in (0, 1, 2):
+        for start, method, use, right in cells:
+            predictions = np.where(rng.random(len(labels)) < right, labels, 1 - labels)
+            config = FinetuneConfig(task="helpfulness", method=method, seed=seed, init_from=start, adapter_use=use)
+            stored = stored_predictions(predictions, dev, spec.eval_split, regression=False)
+            fake_record(config, 100 * f1_score(labels, predictions, average="macro"), predictions=stored)
+    adapter_claim = dc.verdicts(dr.label_runs(load_runs(tmp_path)))[-1]
+    assert adapter_claim.claim is dc.ADAPTER_DAPT
+    assert "paired bootstrap over evaluation examples" in adapter_claim.judgements[0].method
 
 
 def test_the_recipe_is_read_off_the_records(runs):

@@ -250,10 +250,15 @@ def partly_timed(runs: pd.DataFrame) -> pd.Series:
     return resumed & (covers != "whole run")
 
 
+def cpu_kind(record: dict) -> str | None:
+    """The CPU kernels torch picked for a run (AVX2, AVX512, ...); None where the record predates the field."""
+    return (record.get("machine") or {}).get("cpu_capability")
+
+
 def machines(runs: pd.DataFrame) -> str:
-    """How many runs trained on each kind of machine (the kernels torch picked: AVX2, AVX512, ...), from the
-    `machine` of their records: '40 on AVX2, 3 on AVX512, 2 not recorded'."""
-    kinds = runs["record"].map(lambda r: (r.get("machine") or {}).get("cpu_capability") or "not recorded")
+    """How many runs trained on each kind of machine, from the `machine` of their records: '40 on AVX2, 3 on
+    AVX512, 2 not recorded'."""
+    kinds = runs["record"].map(lambda r: cpu_kind(r) or "not recorded")
     counts = kinds.value_counts()
     return ", ".join(f"{n} {'' if kind == 'not recorded' else 'on '}{kind}" for kind, n in counts.items())
 

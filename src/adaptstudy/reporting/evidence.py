@@ -74,13 +74,19 @@ class Arm:
 class Unit:
     """One task (or task × setting) of a comparison: a weighted sum of arms (a − b; or a difference of differences,
     as a gain over a baseline against another's) plus a constant. `labels` and `metric` are given when every arm
-    stored its predictions on these examples, for the bootstrap over examples."""
+    stored its predictions on these examples, for the bootstrap over examples; without `metric`, the arms' own,
+    where they share one."""
 
     name: str
     terms: list[tuple[float, Arm]]
     offset: float = 0.0
     labels: np.ndarray | None = None
     metric: str | None = None
+
+    def __post_init__(self):
+        if self.metric is None:
+            metrics = {arm.metric for arm in self.arms()}
+            self.metric = metrics.pop() if len(metrics) == 1 else None
 
     def arms(self) -> list[Arm]:
         return [arm for _, arm in self.terms]
@@ -115,10 +121,7 @@ class Unit:
 
 def contrast(name: str, a: Arm, b: Arm | float, *, labels: np.ndarray | None = None, metric: str | None = None) -> Unit:
     """The unit a − b (b an arm, or a constant such as a threshold or a baseline's score). `labels` and `metric` are
-    keywords: a metric's name passed where the labels go once made the bootstrap resample a string. Without
-    `metric`, the arms' own, where they share one."""
-    metrics = {x.metric for x in (a, b) if isinstance(x, Arm)}
-    metric = metric or (metrics.pop() if len(metrics) == 1 else None)
+    keywords: a metric's name passed where the labels go once made the bootstrap resample a string."""
     if isinstance(b, Arm):
         return Unit(name, [(1.0, a), (-1.0, b)], labels=labels, metric=metric)
     return Unit(name, [(1.0, a)], offset=-float(b), labels=labels, metric=metric)
