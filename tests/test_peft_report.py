@@ -181,6 +181,14 @@ def test_stage_2_runs_the_reported_seeds_of_both_backbones_and_settings_at_the_r
     l3 = {(c.method, c.seed) for c in configs if c.backbone == "minilm-l3"}
     assert l3 == {(m, s) for m in PEFT_REPORT_METHODS for s in (1, 2, 3)}
     assert {c.seed for c in configs if c.backbone == "minilm-l6"} == {1, 2, 3, 4, 5}
+    order = [(c.backbone, c.resplit_train_share) for c in configs]  # what a short budget cuts runs last
+    assert sorted(set(order), key=order.index) == [
+        ("minilm-l6", 0.9),
+        ("minilm-l6", 0.3),
+        ("minilm-l3", 0.9),
+        ("minilm-l3", 0.3),
+    ]
+    assert [c.seed for c in configs[:7]] == [1] * 7  # every method of a seed before the next seed
 
     mixed = tmp_path / "mixed"  # stage 1 beside a seed-0 run from before the protocol (no selection split)
     shutil.copytree(stage1, mixed)
