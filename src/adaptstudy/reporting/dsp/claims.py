@@ -137,7 +137,7 @@ DECOMPOSITION = {  # DAPT − baseline = (control − baseline) + (DAPT − cont
 
 def domain_or_more_mlm(runs: pd.DataFrame) -> pd.DataFrame:
     """DAPT's effect split in two, per task that ran the baseline, the control and DAPT, and over those tasks: what
-    continued masked-LM training on general text does (control − baseline) and what the domain adds on top of it
+    continued masked-LM training on neutral text does (control − baseline) and what the domain adds on top of it
     (DAPT − control). Descriptive, with the protocol's intervals and no verdict (the declared claims have theirs);
     a cell an arm of which learned nothing or has fewer than 3 seeds says so."""
     runs = _whole_corpus(runs)
