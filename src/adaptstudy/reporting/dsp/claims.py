@@ -100,22 +100,21 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """Every claim of the chapter on all seeds (no setting was chosen on a seed): the full model's conditions, and
     the adapter's DAPT gain against the full model's, which is only judged where the full model's DAPT gain holds."""
     runs = _whole_corpus(runs)
-    dapt = verdict_of(DAPT_HELPS, _vs(runs, "dapt", "baseline"))
+    dapt_units = _vs(runs, "dapt", "baseline")
+    dapt = verdict_of(DAPT_HELPS, dapt_units)
     family = ADAPTER_VARIANT.split(",")[0]
-    dapt_tasks = sorted(set(runs.loc[(runs["adaptation"] == "full model") & (runs["condition"] == "dapt"), "task"]))
     adapter_units = [
         Unit(
-            t,
+            u.name,
             [
-                (1.0, _cells(runs, t, "dapt", ADAPTER_VARIANT, family)),
-                (-1.0, _cells(runs, t, "baseline", family, family)),
-                (-1.0, _cells(runs, t, "dapt")),
-                (1.0, _cells(runs, t, "baseline")),
+                (1.0, _cells(runs, u.name, "dapt", ADAPTER_VARIANT, family)),
+                (-1.0, _cells(runs, u.name, "baseline", family, family)),
+                *((-w, a) for w, a in u.terms),  # − the full model's DAPT gain
             ],
-            metric=_metric(runs)[t],
+            metric=u.metric,
         )
-        for t in dapt_tasks
-        if not runs[(runs["task"] == t) & (runs["adaptation"] == ADAPTER_VARIANT)].empty
+        for u in dapt_units
+        if not runs[(runs["task"] == u.name) & (runs["adaptation"] == ADAPTER_VARIANT)].empty
     ]
     no_gain = "" if dapt.verdict == "holds" else f"the full model's DAPT gain is not established ({dapt.verdict})"
     return [
