@@ -232,9 +232,11 @@ def cost_table(pretrain_runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def data_size_frame(runs: pd.DataFrame) -> pd.DataFrame:
-    """DAPT runs at several corpus fractions: the fine-tuning gain over the baseline against the fraction."""
+    """DAPT runs at several corpus fractions: the fine-tuning gain over the baseline against the fraction, for each
+    task and adaptation that ran more than one fraction (the others are the main table's, not a size series)."""
     dapt = runs[runs["condition"] == "dapt"]
-    means = dapt.groupby(["task", "family", "adaptation", "corpus_fraction"])["score"].mean().reset_index()
+    series = dapt.groupby(["task", "adaptation"])["corpus_fraction"].transform("nunique") > 1
+    means = dapt[series].groupby(["task", "family", "adaptation", "corpus_fraction"])["score"].mean().reset_index()
     base = runs[runs["condition"] == "baseline"].groupby(["task", "family"])["score"].mean()
     means["gain"] = [v - base.get((t, f), np.nan) for t, f, v in zip(means["task"], means["family"], means["score"])]
     return means
