@@ -79,9 +79,9 @@ def runs(tmp_path, run):
     # Other seeds and the 30%/70% setting at the chosen rates (and one run at a rate not chosen: left out).
     run(83.0, seed=1, lr=5e-5)
     run(10.0, seed=1, lr=2e-5)
-    run(82.0, share=0.3, lr=5e-5)
-    run(71.0, method="bitfit", share=0.3, lr=3e-3, epoch_s=2.0)
-    run(59.0, method="prompt_tuning", share=0.3, lr=3e-2, epoch_s=3.0)
+    run(82.0, seed=1, share=0.3, lr=5e-5)
+    run(71.0, method="bitfit", seed=1, share=0.3, lr=3e-3, epoch_s=2.0)
+    run(59.0, method="prompt_tuning", seed=1, share=0.3, lr=3e-2, epoch_s=3.0)
     # Learning curve for full fine-tuning.
     run(65.0, fraction=0.1, lr=5e-5)
     run(75.0, fraction=0.3, lr=5e-5)
@@ -102,7 +102,7 @@ def test_the_note_names_methods_whose_best_rate_is_at_the_grid_edge(runs):
 
 def test_report_table_puts_ours_beside_the_published_rows(runs):
     table = pt.report_table(runs).set_index(["source", "setting"])
-    assert table.loc[("ours (minilm-l6)", "90%/10%"), "full"] == "84.0 ± 1.4 (2)"
+    assert table.loc[("ours (minilm-l6)", "90%/10%"), "full"] == "83.0 (1)"  # seed 0's 85.0 chose the rate
     assert table.loc[("ours (minilm-l6)", "30%/70%"), "bitfit"] == "71.0 (1)"
     assert table.loc[("ours (minilm-l6)", "30%/70%"), "embeddings_only"] == "–"
     assert table.loc[("published (TinyRoBERTa)", "90%/10%"), "bitfit"] == "82"
@@ -112,10 +112,14 @@ def test_report_table_puts_ours_beside_the_published_rows(runs):
 def test_epoch_history_and_costs_come_from_the_records(runs):
     frame = pf.epoch_frame(runs)
     # the reported seeds at the chosen rates: seed 1 of full fine-tuning at 5e-5 (seed 0 chose; 2e-5 was not chosen)
-    assert set(zip(frame["method"], frame["seed"], frame["setting"])) == {("full", 1, "90%/10%")}
-    assert frame["accuracy"].tolist() == [83.0, 83.0]  # two epochs
+    assert set(zip(frame["method"], frame["seed"], frame["setting"])) == {
+        ("full", 1, "90%/10%"),
+        *((m, 1, "30%/70%") for m in ("full", "bitfit", "prompt_tuning")),
+    }
+    assert frame[frame["setting"] == "90%/10%"]["accuracy"].tolist() == [83.0, 83.0]  # two epochs
     table = pt.method_table(runs).set_index(["setting", "method"])
-    assert table.loc[("90%/10%", "bitfit"), "epoch_s"] == 4.0
+    assert table.loc[("30%/70%", "bitfit"), "epoch_s"] == 2.0
+    assert ("90%/10%", "bitfit") not in table.index  # only seed 0, which chose, ran it
 
 
 def test_verdicts_rest_on_the_seeds_that_chose_no_rate(runs):
@@ -125,11 +129,11 @@ def test_verdicts_rest_on_the_seeds_that_chose_no_rate(runs):
 
 
 def test_seconds_are_the_median_over_seeds_so_one_slowed_run_does_not_move_them(tmp_path, run):
-    for seed, seconds in ((0, 10.0), (1, 11.0), (2, 50.0)):  # seed 2 shared the machine with other work
+    for seed, seconds in ((0, 10.0), (1, 11.0), (2, 50.0), (3, 12.0)):  # seed 2 shared the machine with other work
         run(80.0, seed=seed, epoch_s=seconds)
     runs = pt.label_runs(load_runs(tmp_path))
     row = pt.method_table(runs).iloc[0]
-    assert (row["epoch_s"], row["train_s"], row["seeds"]) == (11.0, 22.0, 3)
+    assert (row["epoch_s"], row["train_s"], row["seeds"]) == (12.0, 24.0, 3)  # seed 0 chose the rate: not reported
 
 
 def test_convergence_compares_the_mean_of_epochs_1_to_3_with_the_last_epoch_over_the_reported_seeds(tmp_path, run):
