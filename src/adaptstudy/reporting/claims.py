@@ -15,7 +15,6 @@ import pandas as pd
 
 from adaptstudy.common.registry import Registry
 from adaptstudy.reporting.baselines import reported_labels
-from adaptstudy.reporting.common import SELECTION_SEED
 from adaptstudy.reporting.evidence import VERDICTS, Arm, Judgement, Rule, Unit, all_of, format_reasons, judge
 from adaptstudy.runs.predictions import decode
 
@@ -112,11 +111,6 @@ def arm(runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "le
         tuple(runs["run_id"]) if "run_id" in runs else (),
         main[0] if len(main) == 1 else None,
     )
-
-
-def reported(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs a verdict may rest on: every seed but the one that chose the settings."""
-    return runs[runs["seed"] != SELECTION_SEED]
 
 
 VERDICT_COLUMNS = ["claim", "where", "paper reports", "ours: effect [95% CI]", "seeds", "rule", "verdict", "why"]

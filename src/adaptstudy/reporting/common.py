@@ -29,6 +29,11 @@ from adaptstudy.runs.records import flatten, read_records, resolve_results_dir
 SELECTION_SEED = 0  # learning rates (and Houlsby's best adapter size) are chosen on this seed's runs
 
 
+def reported(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs a table or verdict may rest on: every seed but the one that chose the settings."""
+    return runs[runs["seed"] != SELECTION_SEED]
+
+
 def load_runs(folder: str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
     """A study's runs: the flat columns of `records_frame`, plus `record`, each run's whole record, for the nested
     fields a chapter reads (history, fusion attention, the pretraining chain, per-task scores)."""

@@ -12,8 +12,8 @@ import pandas as pd
 import seaborn as sns
 
 from adaptstudy.reporting.baselines import flag_runs
-from adaptstudy.reporting.claims import Verdict, arm, declare, reported, verdict_of, verdict_table
-from adaptstudy.reporting.common import config_column, format_mean_sd
+from adaptstudy.reporting.claims import Verdict, arm, declare, verdict_of, verdict_table
+from adaptstudy.reporting.common import config_column, format_mean_sd, reported
 from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast, judge
 from adaptstudy.reporting.houlsby.tables import best_sizes, reported_at_chosen_rates
 from adaptstudy.reporting.published import HOULSBY_COURSE, published_frame

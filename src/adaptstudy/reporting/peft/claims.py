@@ -9,7 +9,8 @@ from __future__ import annotations
 import pandas as pd
 
 from adaptstudy.reporting.baselines import flag_runs
-from adaptstudy.reporting.claims import Verdict, arm, declare, reported, verdict_of, verdict_table
+from adaptstudy.reporting.claims import Verdict, arm, declare, verdict_of, verdict_table
+from adaptstudy.reporting.common import reported
 from adaptstudy.reporting.evidence import Rule, Unit, contrast
 from adaptstudy.reporting.peft.tables import EARLY_EPOCHS, at_chosen_rates, method_table
 from adaptstudy.reporting.published import PEFT_REPORT, PEFT_REPORT_METHODS, PEFT_REPORT_SETTINGS

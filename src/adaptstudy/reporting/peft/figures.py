@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.common import SELECTION_SEED
+from adaptstudy.reporting.common import reported
 from adaptstudy.reporting.peft.tables import at_chosen_rates
 from adaptstudy.reporting.published import PEFT_REPORT_METHODS
 
@@ -25,8 +25,8 @@ def method_palette(methods) -> dict[str, tuple]:
 def epoch_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """Per-epoch training loss, validation accuracy and epoch seconds of the reported seeds' runs at the chosen
     rates (the full training cap), from each record's history."""
-    chosen = at_chosen_rates(runs)
-    chosen = chosen[(chosen["seed"] != SELECTION_SEED) & (chosen["fraction"] == 1.0)]
+    chosen = reported(at_chosen_rates(runs))
+    chosen = chosen[chosen["fraction"] == 1.0]
     picked = runs[runs["run_id"].isin(chosen["run_id"])]
     return pd.DataFrame(
         [

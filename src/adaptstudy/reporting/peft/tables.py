@@ -19,6 +19,7 @@ from adaptstudy.reporting.common import (
     chosen_on,
     config_column,
     format_mean_sd,
+    reported,
 )
 from adaptstudy.reporting.published import (
     PEFT_REPORT,
@@ -114,7 +115,7 @@ def method_table(runs: pd.DataFrame) -> pd.DataFrame:
     seed that chose the rate never reports): accuracy and costs. Seconds are the median over seeds: a run slowed by
     other work sharing the machine does not move it."""
     chosen = at_chosen_rates(runs)
-    chosen = flag_runs(chosen[(chosen["fraction"] == 1.0) & (chosen["seed"] != SELECTION_SEED)])
+    chosen = flag_runs(reported(chosen[chosen["fraction"] == 1.0]))
     if chosen.empty:
         return pd.DataFrame(
             columns=[

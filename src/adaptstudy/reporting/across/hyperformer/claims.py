@@ -16,7 +16,8 @@ from adaptstudy.reporting.across.hyperformer.tables import (
     main_table_runs,
     task_runs,
 )
-from adaptstudy.reporting.claims import Verdict, arm, declare, learned_units, reported, verdict_of, verdict_table
+from adaptstudy.reporting.claims import Verdict, arm, declare, learned_units, verdict_of, verdict_table
+from adaptstudy.reporting.common import reported
 from adaptstudy.reporting.evidence import Rule, Unit, contrast
 from adaptstudy.reporting.published import HYPER_ABLATION, HYPER_FEW_SHOT, HYPER_TABLE1
 
