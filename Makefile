@@ -78,11 +78,17 @@ reproduce-dsp: setup
 # Every chapter's grids in the issues' order, each resumable: one command to start in the background and rerun.
 reproduce: reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across
 
-# The across-tasks chapter at CPU scale (resumable): the search that makes Hyperformer train, its learning rates, then its comparison
-# grid; then AdapterFusion as the Houlsby chapter: stage 1 trains the source adapters and chooses the targets' rates
-# on seed 0 and the selection split, stage 2's grid (the sources that learned, seeds 1-3) is generated from it.
+# The across-tasks chapter at CPU scale (resumable): the search that makes Hyperformer train; its stage 1 (the rates
+# on seed 0, with the search's recipe) and stage 2 (seeds 1-3), each generated from the records before it (stage 1
+# needs the first round's records removed: the planner refuses a mix); then AdapterFusion as the Houlsby chapter:
+# stage 1 trains the source adapters and chooses the targets' rates on seed 0 and the selection split, stage 2's grid
+# (the sources that learned, seeds 1-3) is generated from it.
 reproduce-across: setup
-	for g in params/cpu/hyperformer_search.yaml params/cpu/hyperformer_lr.yaml params/cpu/hyperformer.yaml; do $(BIN)/python -m adaptstudy.sweep $$g || exit 1; done
+	$(BIN)/python -m adaptstudy.sweep params/cpu/hyperformer_search.yaml --workers 2 --threads 1
+	test -f params/cpu/hyperformer_select.yaml || { $(BIN)/python -m adaptstudy.reporting.across.hyperformer.plan select > /tmp/hyperformer_select.yaml && mv /tmp/hyperformer_select.yaml params/cpu/hyperformer_select.yaml; }
+	$(BIN)/python -m adaptstudy.sweep params/cpu/hyperformer_select.yaml --workers 2 --threads 1
+	test -f params/cpu/hyperformer_report.yaml || { $(BIN)/python -m adaptstudy.reporting.across.hyperformer.plan report > /tmp/hyperformer_report.yaml && mv /tmp/hyperformer_report.yaml params/cpu/hyperformer_report.yaml; }
+	$(BIN)/python -m adaptstudy.sweep params/cpu/hyperformer_report.yaml --workers 2 --threads 1
 	$(BIN)/python -m adaptstudy.sweep params/cpu/fusion_select.yaml --workers 2 --threads 1
 	test -f params/cpu/fusion_report.yaml || { $(BIN)/python -m adaptstudy.reporting.across.fusion.plan > /tmp/fusion_report.yaml && mv /tmp/fusion_report.yaml params/cpu/fusion_report.yaml; }
 	$(BIN)/python -m adaptstudy.sweep params/cpu/fusion_report.yaml --workers 2 --threads 1

@@ -10,9 +10,9 @@ from adaptstudy.data.tasks import resolve_task
 from adaptstudy.reporting.across.hyperformer.tables import (
     FEW_SHOT_LABELS,
     GLUE5,
-    MAIN_CAP,
     at_chosen_rates,
     few_shot_runs,
+    main_cap,
     main_table_runs,
     task_runs,
 )
@@ -92,7 +92,7 @@ FEW_SHOT = declare(
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """Every claim of the Hyperformer half, on the seeds that chose no learning rate."""
-    main = task_runs(reported(main_table_runs(runs))) if not runs.empty else task_runs(runs)
+    main = task_runs(main_table_runs(runs)) if not runs.empty else task_runs(runs)
 
     def versus(frame: pd.DataFrame, a: str, b: str) -> list[Unit]:
         def cells(label, task):
@@ -100,7 +100,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 
         return [contrast(t, cells(a, t), cells(b, t), metric=resolve_task(t).main_metric) for t in GLUE5]
 
-    ablations = task_runs(reported(at_chosen_rates(runs[(runs["cap"] == MAIN_CAP)]))) if not runs.empty else main
+    ablations = task_runs(reported(at_chosen_rates(runs[(runs["cap"] == main_cap(runs))]))) if not runs.empty else main
     several = task_runs(reported(at_chosen_rates(runs[runs["tasks"].apply(len) > 1]))) if not runs.empty else main
     caps = sorted(set(several.loc[several["label"] == "hyperformer++", "cap"]))
     few = (

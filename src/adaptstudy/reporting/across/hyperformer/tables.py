@@ -16,12 +16,18 @@ import seaborn as sns
 
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.reporting.baselines import flagged, learned_nothing, record_baseline
-from adaptstudy.reporting.common import SELECTION_SEED, at_learning_rates, choose_learning_rates, mean_sd, sample_sd
+from adaptstudy.reporting.common import (
+    SELECTION_SEED,
+    at_learning_rates,
+    choose_learning_rates,
+    mean_sd,
+    reported,
+    sample_sd,
+)
 from adaptstudy.reporting.published import HYPER_ABLATION, HYPER_COLUMNS, HYPER_FEW_SHOT, HYPER_TABLE1
 
 GLUE5 = ("cola", "sst2", "mrpc", "stsb", "rte")
 AVERAGE_5, AVERAGE_8 = "average (these 5)", HYPER_COLUMNS[-1]
-MAIN_CAP = 1000  # training examples per task in the main table (other caps: the low-resource plot)
 HYPER_ROWS = ("st-full", "st-adapters", "mt-full", "mt-adapters", "hyperformer", "hyperformer++")
 FEW_SHOT_LABELS = ("hyperformer++ transfer", "st-adapters")
 KEYS = ["label", "tasks", "cap"]  # a learning rate is chosen per method, task set and training size
@@ -73,15 +79,27 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (label, tasks, cap): the runs at the rate whose run of the selection seed scored best on validation."""
+    """Per (label, tasks, cap): the runs at the rate whose run of the selection seed scored best on validation. A
+    group the selection seed did not run keeps its one rate, fixed before any run (the baselines' and few-shot's);
+    one with several rates and no choice is dropped."""
     chosen = choose_learning_rates(runs[runs["seed"] == SELECTION_SEED], KEYS, score="validation")
-    return at_learning_rates(runs, chosen, KEYS)
+    unchosen = runs[~runs.set_index(KEYS).index.isin(chosen.set_index(KEYS).index)]
+    rates = unchosen.groupby(KEYS)["config.learning_rate"]
+    fixed = rates.first()[rates.nunique() == 1].reset_index().rename(columns={"config.learning_rate": "learning_rate"})
+    return at_learning_rates(runs, pd.concat([chosen[[*KEYS, "learning_rate"]], fixed]), KEYS)
+
+
+def main_cap(runs: pd.DataFrame) -> int | None:
+    """The main table's training examples per task: the largest cap of the runs on our GLUE tasks (the smaller are
+    the low-resource curve's)."""
+    glue = runs[[set(t) <= set(GLUE5) for t in runs["tasks"]]] if not runs.empty else runs
+    return int(glue["cap"].max()) if not glue.empty else None
 
 
 def rate_selection(runs: pd.DataFrame) -> pd.DataFrame:
     """Each method tried at several learning rates: the selection seed's mean validation score per rate, and the
     rate chosen."""
-    runs = runs[(runs["seed"] == SELECTION_SEED) & (runs["cap"] == MAIN_CAP)]
+    runs = runs[(runs["seed"] == SELECTION_SEED) & (runs["cap"] == main_cap(runs))]
     several = runs.groupby("label")["config.learning_rate"].nunique()
     runs = runs[runs["label"].isin(several[several > 1].index)]
     runs = runs.assign(chosen=runs["run_id"].isin(at_chosen_rates(runs)["run_id"]))
@@ -116,13 +134,13 @@ def _params(runs: pd.DataFrame, label: str, n_tasks: int) -> tuple[str, str]:
 
 
 def main_table_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs of the main table: the main training size, each method at its chosen rate."""
-    return at_chosen_rates(runs[runs["cap"] == MAIN_CAP]) if not runs.empty else runs
+    """The runs of the main table: the main training size, each method at its chosen rate, the reported seeds."""
+    return reported(at_chosen_rates(runs[runs["cap"] == main_cap(runs)])) if not runs.empty else runs
 
 
 def seed_spread(runs: pd.DataFrame, tasks) -> str:
     """How far one seed can move a score on `tasks` (the fusion targets): the sd over seeds of our single-task runs
-    (same backbone, 1,000 training examples), against which a one-seed fusion margin is read."""
+    (same backbone, the main table's training cap), against which a one-seed fusion margin is read."""
     scores = _task_scores(main_table_runs(runs))
     parts = [
         f"{task.upper()} {label.removeprefix('st-')} {sample_sd(values):.1f}"
@@ -208,25 +226,28 @@ def _constants(runs: pd.DataFrame) -> dict[str, float]:
 
 
 def ablation_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Hyperformer++ against itself without each component: our mean test score over the five tasks, seed 0 for
-    every row (the ablations ran with seed 0 alone: a paired comparison), beside the paper's GLUE average (T5-small)."""
+    """Hyperformer++ against itself without each component, each at the rate its own selection-seed runs chose: our
+    mean test score over the five tasks, mean ± sd over the reported seeds, beside the paper's GLUE average
+    (T5-small)."""
     if not runs.empty:
-        runs = at_chosen_rates(runs[(runs["cap"] == MAIN_CAP) & (runs["tasks"].apply(len) > 1)])
-        runs = runs[runs["seed"] == 0]
-    scores = _task_scores(runs)
+        runs = reported(at_chosen_rates(runs[(runs["cap"] == main_cap(runs)) & (runs["tasks"].apply(len) > 1)]))
+    per_seed = task_runs(runs, flags=False)
     rows = []
     for label, published in HYPER_ABLATION.items():
-        per_task = scores.get(label, {})
-        mean = np.mean([np.mean(v) for v in per_task.values()]) if len(per_task) == len(GLUE5) else np.nan
-        rows.append({"model": label, "ours: mean test score": mean, "published: GLUE average (T5-small)": published})
+        mine = per_seed[per_seed["label"] == label].pivot_table(index="seed", columns="task", values="score")
+        means = mine.mean(axis=1).tolist() if set(GLUE5) <= set(mine.columns) else []
+        rows.append(
+            {"model": label, "ours: mean test score": mean_sd(means), "published: GLUE average (T5-small)": published}
+        )
     return pd.DataFrame(rows)
 
 
 def low_resource(runs: pd.DataFrame) -> pd.DataFrame:
-    """Mean test score over the tasks per training cap, for each method run at several caps (the paper's Figure 2)."""
+    """Mean test score over the tasks per training cap (the reported seeds), for each method run at several caps (the
+    paper's Figure 2)."""
     if runs.empty:
         return pd.DataFrame(columns=["label", "cap", "mean test score"])
-    runs = at_chosen_rates(runs[runs["tasks"].apply(len) > 1])
+    runs = reported(at_chosen_rates(runs[runs["tasks"].apply(len) > 1]))
     rows = []
     for (label, cap), group in runs.groupby(["label", "cap"]):
         scores = _task_scores(group)[label]
@@ -261,8 +282,8 @@ def few_shot_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 def few_shot(runs: pd.DataFrame) -> pd.DataFrame:
     """Few-shot transfer to a new task: ours (Hyperformer++ task embedding, single-task adapters) per k beside
-    the paper's Table 3."""
-    ours = few_shot_runs(runs)
+    the paper's Table 3 (the reported seeds)."""
+    ours = few_shot_runs(reported(runs)) if not runs.empty else few_shot_runs(runs)
     out = []
     for task, published in HYPER_FEW_SHOT.items():
         for i, k in enumerate(published["k"]):
