@@ -214,3 +214,18 @@ def test_the_committed_stage_2_grid_is_the_one_the_committed_stage_1_records_cho
         pytest.skip("stage 2 is generated once stage 1 (params/cpu/peft_imdb_select.yaml) has finished")
     runs = pt.label_runs(load_runs(root / "results" / "peft_imdb"))
     assert yaml.safe_load(report.read_text()) == pp.report_grid(runs)
+
+
+def test_the_collapse_note_names_the_reported_runs_that_learned_nothing(tmp_path, run):
+    run(78.0, method="bitfit", lr=3e-3)  # seed 0 chose the rate: never named
+    for seed, score in ((1, 80.0), (2, 50.0), (3, 49.5)):
+        run(score, method="bitfit", seed=seed, lr=3e-3)
+    run(50.0, method="bitfit", seed=1, share=0.3, lr=3e-3)
+    run(50.0, method="bitfit", seed=4, lr=1e-3)  # not at the chosen rate: not in any table
+    run(85.0, seed=1)
+    runs = pt.label_runs(load_runs(tmp_path))
+    assert pt.collapsed_note(runs) == (
+        "Reported runs that learned nothing (a constant prediction, within noise): bitfit: 3 of its 4 reported runs "
+        "(minilm-l6 30%/70%: seed 1; minilm-l6 90%/10%: seeds 2, 3)."
+    )
+    assert pt.collapsed_note(runs[runs["method"] == "full"]).startswith("Every reported run learned")

@@ -155,6 +155,26 @@ def method_table(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def collapsed_note(runs: pd.DataFrame) -> str:
+    """Per method, the reported runs at its chosen rate that learned nothing, named by backbone, setting and seed:
+    the cells they fall in carry no verdict."""
+    chosen = at_chosen_rates(runs)
+    chosen = flag_runs(reported(chosen[chosen["fraction"] == 1.0]))
+    parts = []
+    for method, group in chosen.groupby("method"):
+        failed = group[group["learned_nothing"]]
+        if failed.empty:
+            continue
+        where = "; ".join(
+            f"{backbone} {setting}: seed{'s' if len(cell) > 1 else ''} {', '.join(map(str, sorted(cell['seed'])))}"
+            for (backbone, setting), cell in failed.groupby(["backbone", "setting"])
+        )
+        parts.append(f"{method}: {len(failed)} of its {len(group)} reported runs ({where})")
+    if not parts:
+        return "Every reported run learned something (above the constant prediction by more than noise)."
+    return "Reported runs that learned nothing (a constant prediction, within noise): " + "; ".join(parts) + "."
+
+
 def report_table(runs: pd.DataFrame) -> pd.DataFrame:
     """The report's table (final validation accuracy, its five methods) with ours beside it."""
     ours = method_table(runs)
