@@ -229,3 +229,20 @@ def test_the_collapse_note_names_the_reported_runs_that_learned_nothing(tmp_path
         "(minilm-l6 30%/70%: seed 1; minilm-l6 90%/10%: seeds 2, 3)."
     )
     assert pt.collapsed_note(runs[runs["method"] == "full"]).startswith("Every reported run learned")
+
+
+def test_a_backbone_that_chose_no_rate_reports_at_the_choosing_backbones_rates(tmp_path, run, fake_record):
+    """minilm-l3 runs at the rates minilm-l6's stage 1 chose (the plan): its cells fill the tables at those rates."""
+    run(85.0, lr=5e-5)  # seed 0, minilm-l6: 5e-5 chosen
+    run(80.0, lr=2e-5)
+    for seed, lr, score in ((1, 5e-5, 78.0), (2, 5e-5, 76.0), (1, 2e-5, 10.0)):
+        config = FinetuneConfig(
+            task="imdb", method="full", backbone="minilm-l3", seed=seed, learning_rate=lr, resplit_train_share=0.9
+        )
+        fake_record(config, score, trainable_params=1, total_params=1, backbone_params=1, history=[])
+    runs = pt.label_runs(load_runs(tmp_path))
+    table = pt.method_table(runs).set_index(["backbone", "method"])
+    assert table.loc[("minilm-l3", "full"), "accuracy"] == 77.0  # seeds 1-2 at 5e-5; 2e-5 was not chosen
+    assert pt.report_table(runs).set_index(["source", "setting"]).loc[("ours (minilm-l3)", "90%/10%"), "full"] == (
+        "77.0 ± 1.4 (2)"
+    )

@@ -23,7 +23,7 @@ import sys
 import pandas as pd
 
 from adaptstudy.reporting.common import choice_score, shared_settings, stage_2_main
-from adaptstudy.reporting.peft.tables import chosen_learning_rates, label_runs, selection_grid
+from adaptstudy.reporting.peft.tables import CHOOSING_BACKBONE, chosen_learning_rates, label_runs, selection_grid
 from adaptstudy.reporting.published import PEFT_REPORT_METHODS
 
 SEEDS = {"minilm-l6": [1, 2, 3, 4, 5], "minilm-l3": [1, 2, 3]}
@@ -36,7 +36,7 @@ SHOWN = ("task", "num_train_epochs", "max_seq_length", "batch_size")
 def report_grid(runs: pd.DataFrame, study: str = "peft_imdb") -> dict:
     """The stage-2 grid (a sweep file's mapping) from the labelled runs of stage 1."""
     grid = selection_grid(runs)
-    grid = grid[grid["backbone"] == "minilm-l6"]
+    grid = grid[grid["backbone"] == CHOOSING_BACKBONE]
     if grid.empty:
         raise ValueError("no stage-1 runs (seed 0, minilm-l6, 90%/10%): run params/cpu/peft_imdb_select.yaml first")
     if choice_score(grid) != "selection_metric_value":
@@ -62,7 +62,7 @@ def report_grid(runs: pd.DataFrame, study: str = "peft_imdb") -> dict:
             "resplit_train_share": [share],
             "max_train_examples": [round(cap * fraction)],
             "seed": seeds,
-            "method": methods if backbone == "minilm-l6" else {m: methods[m] for m in PEFT_REPORT_METHODS},
+            "method": methods if backbone == CHOOSING_BACKBONE else {m: methods[m] for m in PEFT_REPORT_METHODS},
         }
         for backbone, seeds in SEEDS.items()  # in the issue's order of priority: what a short budget cuts comes last
         for share, fraction in SHARES.items()

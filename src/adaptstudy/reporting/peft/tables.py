@@ -33,6 +33,7 @@ from adaptstudy.reporting.published import (
 from adaptstudy.reporting.selection import grid_edge_note
 
 SELECTION_SETTING = PEFT_REPORT_SETTINGS[0.9]
+CHOOSING_BACKBONE = "minilm-l6"  # the backbone stage 1 chooses rates on; the others run at its rates
 KEYS = ["backbone", "method"]
 RUN_COLUMNS = [
     "run_id",
@@ -106,8 +107,12 @@ def rate_edge_note(runs: pd.DataFrame) -> str:
 
 
 def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs made at the rate chosen for their backbone and method."""
-    return at_learning_rates(runs, chosen_learning_rates(runs), KEYS)
+    """The runs made at the rate chosen for their backbone and method; a backbone the selection seed did not run
+    (minilm-l3) at the rates chosen on `CHOOSING_BACKBONE`, as stage 2 ran it."""
+    chosen = chosen_learning_rates(runs)
+    choosing = chosen[chosen["backbone"] == CHOOSING_BACKBONE]
+    borrowed = [choosing.assign(backbone=b) for b in sorted(set(runs["backbone"]) - set(chosen["backbone"]))]
+    return at_learning_rates(runs, pd.concat([chosen, *borrowed], ignore_index=True), KEYS)
 
 
 def method_table(runs: pd.DataFrame) -> pd.DataFrame:
