@@ -95,10 +95,10 @@ def grid_edge(rate: float, tried: pd.Series) -> str:
     return "smallest" if np.isclose(rate, tried.min()) else ""
 
 
-def shared_settings(records, per_run: set[str], shown: tuple[str, ...] = ()) -> dict:
+def shared_settings(records, per_run: set[str], shown: tuple[str, ...] = (), config_class=FinetuneConfig) -> dict:
     """The settings every one of `records` shares, leaving out `per_run` keys and keeping only those that differ
-    from `FinetuneConfig`'s defaults or are `shown`: what a stage-2 grid carries over from stage 1."""
-    defaults = {k: f.default for k, f in FinetuneConfig.model_fields.items()}
+    from `config_class`'s defaults or are `shown`: what a stage-2 grid carries over from stage 1."""
+    defaults = {k: f.default for k, f in config_class.model_fields.items()}
     configs = [{k: v for k, v in r["config"].items() if k not in per_run} for r in records]
     shared = {k: v for k, v in configs[0].items() if all(c.get(k) == v for c in configs)}
     return {k: v for k, v in shared.items() if k in shown or v != defaults.get(k)}

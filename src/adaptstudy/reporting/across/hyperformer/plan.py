@@ -4,11 +4,11 @@
     python -m adaptstudy.reporting.across.hyperformer.plan report > params/cpu/hyperformer_report.yaml
 
 - `select` (from the search, `params/cpu/hyperformer_search.yaml`): seed 0 (never reported) on the search's schedule
-  and with the recipe its decision rule picked (`search.search_table`; the first round's where no variant learned
+  and with the recipe and number of epochs its decision rule picked (`search.search_table`; the first round's where no variant learned
   CoLA, which leaves the hypernetwork claims *not testable*): Hyperformer, Hyperformer++ and each ablation of
   Hyperformer++ at every rate of `RATES`, scored on validation (the half of dev the paper selects on).
 - `report` (from stage 1): seeds 1-3 of every cell a claim reads. The hypernetwork rows and the ablations run at the
-  rate their own stage-1 runs chose; single-task and multi-task fine-tuning and adapters at the rates the Houlsby
+  rate their own stage-1 runs chose (the best validation mean among the rates that learned the most tasks); single-task and multi-task fine-tuning and adapters at the rates the Houlsby
   chapter chose on this backbone (fixed, not chosen here); the low-resource caps for Hyperformer++ and multi-task
   fine-tuning; few-shot transfer from stage 1's chosen Hyperformer++ run against an adapter on the same k examples.
 """
@@ -20,8 +20,8 @@ import sys
 import pandas as pd
 
 from adaptstudy.reporting.across.hyperformer.search import KNOBS, search_table
-from adaptstudy.reporting.across.hyperformer.tables import GLUE5, label_runs
-from adaptstudy.reporting.common import SELECTION_SEED, choose_learning_rates, stage_2_main
+from adaptstudy.reporting.across.hyperformer.tables import GLUE5, at_chosen_rates, label_runs, rate_selection
+from adaptstudy.reporting.common import SELECTION_SEED, shared_settings, stage_2_main
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 
 SEEDS = [1, 2, 3]
@@ -44,12 +44,13 @@ FEW_SHOT_RATE = 1e-3
 WHERE = {"data_dir", "results_dir", "checkpoint_every_s"}
 PER_RUN = WHERE | {"seed", "method", "learning_rate"}
 RECIPE = {*KNOBS, "task_projector", "adapter_size"}  # what a method's own settings add to the shared schedule
+EPOCHS = "num_train_epochs"  # the search's pick sets it for every method of the study, baselines included
 DEFAULTS = {k: f.default for k, f in MultiTaskConfig.model_fields.items()}
 
 
 def settings(config: dict, drop: set[str] = PER_RUN) -> dict:
     """A record's config as a grid carries it: the keys not in `drop` that differ from the defaults."""
-    return {k: v for k, v in config.items() if k not in drop and v != DEFAULTS.get(k)}
+    return shared_settings([{"config": config}], drop, config_class=MultiTaskConfig)
 
 
 def _block(config: dict, method: str, rate: float | list[float], seeds: list[int]) -> dict:
@@ -59,13 +60,14 @@ def _block(config: dict, method: str, rate: float | list[float], seeds: list[int
 
 
 def search_pick(runs: pd.DataFrame) -> dict | None:
-    """The search's pick by its rule (the recipe's knobs), or None where no hypernetwork run learned CoLA."""
+    """The search's pick by its rule (the recipe's knobs and the number of epochs, where not the defaults), or None
+    where no hypernetwork run learned CoLA."""
     table = search_table(runs)
     chosen = table.index[table["chosen"]]
     if chosen.empty:
         return None
     config = runs["record"].iloc[chosen[0]]["config"]
-    return {knob: config[knob] for knob in KNOBS if config.get(knob) != DEFAULTS[knob]}
+    return {knob: config[knob] for knob in [*KNOBS, EPOCHS] if config.get(knob) != DEFAULTS[knob]}
 
 
 def select_grid(runs: pd.DataFrame, study: str = "hyperformer") -> dict:
@@ -74,8 +76,10 @@ def select_grid(runs: pd.DataFrame, study: str = "hyperformer") -> dict:
     hyper = runs[runs["label"].str.startswith("hyperformer")]
     if hyper.empty:
         raise ValueError("no search runs of the hypernetwork methods: run params/cpu/hyperformer_search.yaml first")
-    schedule = settings(hyper["record"].iloc[0]["config"], PER_RUN | RECIPE)
-    recipe = search_pick(runs) or {}
+    pick = search_pick(runs) or {}
+    schedule = settings(hyper["record"].iloc[0]["config"], PER_RUN | RECIPE | {EPOCHS})
+    schedule |= {k: v for k, v in pick.items() if k not in RECIPE}
+    recipe = {k: v for k, v in pick.items() if k in RECIPE}
     blocks = []
     for label, (method, own) in TUNED.items():
         if method == "layernorm":  # nothing is generated: the recipe has nothing to set
@@ -105,17 +109,20 @@ def select_comment(runs: pd.DataFrame) -> str:
     return f"#   The rule's pick: {', '.join(f'{k}={v}' for k, v in recipe.items()) or 'the first round recipe'}\n"
 
 
-def chosen_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Stage 1's run per tuned label at the rate its validation mean chose."""
+def _stage_1(runs: pd.DataFrame) -> pd.DataFrame:
     stage_1 = runs[(runs["seed"] == SELECTION_SEED) & runs["label"].isin(TUNED)]
     if stage_1["cap"].nunique() > 1:
         raise ValueError(
             f"seed-0 runs at several training caps ({sorted(stage_1['cap'].unique())}): stage 1 is one schedule; "
             "remove the first round's records (git rm) and rerun params/cpu/hyperformer_select.yaml"
         )
-    chosen = choose_learning_rates(stage_1, ["label"], score="validation")
-    merged = stage_1.merge(chosen[["label", "learning_rate"]], on="label")
-    return merged[merged["config.learning_rate"] == merged["learning_rate"]].drop_duplicates("label")
+    return stage_1
+
+
+def chosen_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """Stage 1's run per tuned label at the rate it chose (`tables.at_chosen_rates`: the best validation mean among
+    the rates that learned the most tasks)."""
+    return at_chosen_rates(_stage_1(runs)).drop_duplicates("label")
 
 
 def report_grid(runs: pd.DataFrame, study: str = "hyperformer") -> dict:
@@ -163,9 +170,12 @@ def report_grid(runs: pd.DataFrame, study: str = "hyperformer") -> dict:
 
 
 def report_comment(runs: pd.DataFrame) -> str:
-    stage_1 = runs[(runs["seed"] == SELECTION_SEED) & runs["label"].isin(TUNED)]
-    chosen = choose_learning_rates(stage_1, ["label"], score="validation")
-    return "".join(f"#   {r.label}: {r.learning_rate:g} (of {r.grid})\n" for r in chosen.itertuples())
+    table = rate_selection(_stage_1(runs))
+    lines = []
+    for label, group in table.groupby("method", sort=False):
+        tried = "; ".join(f"{r:g}: {v:.1f}, {n} learned" for r, v, n in group.iloc[:, 1:4].itertuples(index=False))
+        lines.append(f"#   {label}: {group.loc[group['chosen'], 'learning_rate'].iloc[0]:g} ({tried})\n")
+    return "".join(lines)
 
 
 HEADERS = {
@@ -173,9 +183,10 @@ HEADERS = {
     "# ablations on seed 0, with the recipe the search (hyperformer_search.yaml) picked. Generated; do not edit:\n"
     "#   python -m adaptstudy.reporting.across.hyperformer.plan select > params/cpu/hyperformer_select.yaml\n",
     "report": "# Hyperformer under the protocol (issue 25), stage 2: seeds 1-3 at the rates stage 1\n"
-    "# (hyperformer_select.yaml, seed 0) chose on validation. Generated; do not edit:\n"
+    "# (hyperformer_select.yaml, seed 0) chose on validation: the best mean among the rates that learned the most\n"
+    "# tasks (above the constant prediction by more than noise). Generated; do not edit:\n"
     "#   python -m adaptstudy.reporting.across.hyperformer.plan report > params/cpu/hyperformer_report.yaml\n"
-    "# Choices (mean validation score per rate):\n",
+    "# Choices (mean validation score and tasks learned per rate):\n",
 }
 
 

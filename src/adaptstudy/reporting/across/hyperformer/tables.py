@@ -15,7 +15,7 @@ import pandas as pd
 import seaborn as sns
 
 from adaptstudy.data.tasks import resolve_task
-from adaptstudy.reporting.baselines import flagged, learned_nothing, record_baseline
+from adaptstudy.reporting.baselines import flagged, learned_nothing, record_baseline, validation_learned
 from adaptstudy.reporting.common import (
     SELECTION_SEED,
     at_learning_rates,
@@ -78,11 +78,25 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def learned_tasks(record: dict) -> int:
+    """How many of a multi-task run's tasks it learned on validation (above the constant prediction by more than
+    noise); 0 for a record without validation scores."""
+    if "validation_metrics" not in record:
+        return 0
+    return sum(validation_learned(record, t)[2] for t in record["tasks"])
+
+
 def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per (label, tasks, cap): the runs at the rate whose run of the selection seed scored best on validation. A
-    group the selection seed did not run keeps its one rate, fixed before any run (the baselines' and few-shot's);
-    one with several rates and no choice is dropped."""
-    chosen = choose_learning_rates(runs[runs["seed"] == SELECTION_SEED], KEYS, score="validation")
+    """Per (label, tasks, cap): the runs at the rate whose run of the selection seed scored best on validation among
+    the rates that learned the most of its tasks (issue 25's stage-1 rule, fixed before its runs: a rate that leaves
+    a task at its constant prediction is chosen only where every rate does). A group the selection seed did not run
+    keeps its one rate, fixed before any run (the baselines' and few-shot's); one with several rates and no choice is
+    dropped."""
+    seed_0 = runs[runs["seed"] == SELECTION_SEED]
+    seed_0 = seed_0.assign(learned=[learned_tasks(r) for r in seed_0["record"]])
+    if not seed_0.empty:
+        seed_0 = seed_0[seed_0["learned"] == seed_0.groupby(KEYS)["learned"].transform("max")]
+    chosen = choose_learning_rates(seed_0, KEYS, score="validation")
     unchosen = runs[~runs.set_index(KEYS).index.isin(chosen.set_index(KEYS).index)]
     rates = unchosen.groupby(KEYS)["config.learning_rate"]
     fixed = rates.first()[rates.nunique() == 1].reset_index().rename(columns={"config.learning_rate": "learning_rate"})
@@ -97,15 +111,23 @@ def main_cap(runs: pd.DataFrame) -> int | None:
 
 
 def rate_selection(runs: pd.DataFrame) -> pd.DataFrame:
-    """Each method tried at several learning rates: the selection seed's mean validation score per rate, and the
-    rate chosen."""
+    """Each method tried at several learning rates: the selection seed's mean validation score and tasks learned
+    per rate, and the rate chosen."""
     runs = runs[(runs["seed"] == SELECTION_SEED) & (runs["cap"] == main_cap(runs))]
     several = runs.groupby("label")["config.learning_rate"].nunique()
     runs = runs[runs["label"].isin(several[several > 1].index)]
-    runs = runs.assign(chosen=runs["run_id"].isin(at_chosen_rates(runs)["run_id"]))
-    table = runs[["label", "config.learning_rate", "validation", "chosen"]]
+    runs = runs.assign(
+        chosen=runs["run_id"].isin(at_chosen_rates(runs)["run_id"]),
+        learned=[f"{learned_tasks(r)} of {len(r['tasks'])}" for r in runs["record"]],
+    )
+    table = runs[["label", "config.learning_rate", "validation", "learned", "chosen"]]
     return table.sort_values(["label", "config.learning_rate"], ignore_index=True).rename(
-        columns={"label": "method", "config.learning_rate": "learning_rate", "validation": "validation mean (seed 0)"}
+        columns={
+            "label": "method",
+            "config.learning_rate": "learning_rate",
+            "validation": "validation mean (seed 0)",
+            "learned": "tasks learned (seed 0)",
+        }
     )
 
 
