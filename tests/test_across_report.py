@@ -8,6 +8,7 @@ import yaml
 
 from adaptstudy.data import load_task
 from adaptstudy.launch.sweep import plan as sweep_plan
+from adaptstudy.reporting.across.fusion import attention as fa
 from adaptstudy.reporting.across.fusion import plan
 from adaptstudy.reporting.across.fusion import tables as fu
 from adaptstudy.reporting.across.hyperformer import claims as hyc
@@ -137,15 +138,31 @@ def test_the_n_1_control_has_its_own_column_and_judges_composition_against_capac
     assert verdicts.loc[fu.FUSION_BEATS.sentence, "verdict"] == "holds"  # +4 over ST-A ...
     composes = verdicts.loc[fu.FUSION_COMPOSES.sentence]  # ... but -0.5 against its own capacity alone
     assert composes["verdict"] != "holds" and composes["ours: effect [95% CI]"].startswith("-0.5")
-    assert set(fu.fusion_attention(runs).columns) == {"rte", "mrpc"}  # the control's trivial 1.0 left out
-    assert fu.fusion_attention(runs).loc["rte", "rte"] == pytest.approx(0.7)
+    assert set(fa.fusion_attention(runs).columns) == {"rte", "mrpc"}  # the control's trivial 1.0 left out
+    assert fa.fusion_attention(runs).loc["rte", "rte"] == pytest.approx(0.7)
 
 
 def test_fusion_attention_averages_seeds_per_target(tmp_path, fusion_run):
     fusion_run(tmp_path, "rte", "fusion", 0, 60, attention={"rte": 0.6, "mrpc": 0.4})
     fusion_run(tmp_path, "rte", "fusion", 1, 60, attention={"rte": 0.8, "mrpc": 0.2})
-    matrix = fu.fusion_attention(fusion_runs(tmp_path))
+    matrix = fa.fusion_attention(fusion_runs(tmp_path))
     assert matrix.loc["rte", "rte"] == pytest.approx(0.7) and matrix.loc["rte", "mrpc"] == pytest.approx(0.3)
+
+
+def test_attention_claims_judge_own_and_related_weights_against_an_even_share(tmp_path, fusion_run):
+    """Own adapter: 0.5 to 0.6 of 4 adapters' weight (even: 0.25) on MRPC; related (STS-B) 0.2 to 0.3 straddles it."""
+    for seed in (1, 2, 3):
+        own, related = 0.5 + 0.05 * (seed - 1), 0.2 + 0.05 * (seed - 1)
+        rest = (1 - own - related) / 2
+        attention = {"mrpc": own, "stsb": related, "rte": rest, "cola": rest}
+        fusion_run(tmp_path, "mrpc", "fusion", seed, 80.0, attention=attention)
+    verdicts = {v.claim.key: v for v in fu.verdicts(fusion_runs(tmp_path))}
+    own, related = verdicts["fusion.attends-own"], verdicts["fusion.attends-related"]
+    assert own.judgements[0].effect == pytest.approx(30.0) and own.verdict == "holds"
+    assert related.judgements[0].effect == pytest.approx(0.0) and related.verdict == "inconclusive"
+    fusion_run(tmp_path, "rte", "fusion", 1, 60.0, attention={"rte": 0.9, "mrpc": 0.1})  # no related source fused
+    related = {v.claim.key: v for v in fu.verdicts(fusion_runs(tmp_path))}["fusion.attends-related"]
+    assert related.detail == "no related adapter fused for rte"
 
 
 def test_hyperformer_rows_use_the_rate_chosen_on_seed_0_and_count_parameters_per_task(tmp_path, multi_run):
@@ -242,7 +259,7 @@ def test_low_resource_uses_the_chosen_rate_and_judges_every_size(tmp_path, multi
 def test_the_chapter_has_no_ours_where_no_study_ran(tmp_path):
     fusion, hyper = fusion_runs(tmp_path / "none"), hyper_runs(tmp_path / "none")
     claims = pd.concat([fu.claims(fusion), hyc.claims(hyper)], ignore_index=True)
-    assert len(claims) == 10 and set(claims["verdict"]) == {"not testable"}
+    assert len(claims) == 12 and set(claims["verdict"]) == {"not testable"}
     assert set(claims["ours: effect [95% CI]"]) <= {"–"} | {c for c in claims["ours: effect [95% CI]"] if ": –" in c}
     assert set(fu.fusion_table(fusion).query("source == 'ours (minilm-l6, dev)' and task == 'rte'").iloc[0][2:]) == {
         "–"

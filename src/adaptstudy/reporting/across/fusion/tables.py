@@ -1,5 +1,5 @@
 """The AdapterFusion half of the "across tasks" chapter (study `fusion`): the paper's Table 1 for our targets, the
-fusion attention, the source adapters that learned, and the claims.
+source adapters that learned, and the claims (the fusion attention's in `attention`).
 
 Fusion records are single-task fine-tuning records (methods head_only, full, pfeiffer = ST-A, fusion); every table
 reports mean ± sd over seeds. Under the protocol (runs with a selection split) seed 0 trains the sources and chooses
@@ -9,11 +9,10 @@ are until the protocol's replace them. Every function takes the runs of `load_ru
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
+from adaptstudy.reporting.across.fusion.attention import PAPER, attention_verdicts
 from adaptstudy.reporting.baselines import (
     FLAG_NOTE,
     constants_by_task,
@@ -206,29 +205,6 @@ def _fusion_params(cells: pd.DataFrame) -> dict[str, str]:
     return {label: f"{share[label]:.2f}%" if label in share else "–" for label in COLUMNS}
 
 
-def fusion_attention(runs: pd.DataFrame) -> pd.DataFrame:
-    """Rows target tasks, columns source adapters: the mean softmax weight in the last layer over the dev set,
-    averaged over seeds (the paper's Figure 4)."""
-    rows = {}
-    for task in FUSION_TARGETS:
-        mine = runs[(runs["task"] == task) & (runs["label"] == "fusion-st-a")]
-        weights = [r["fusion_attention"] for r in mine["record"] if r.get("fusion_attention")]
-        if weights:
-            rows[task] = pd.DataFrame(weights).mean()
-    return pd.DataFrame(rows).T
-
-
-def plot_fusion_attention(matrix: pd.DataFrame):
-    if matrix.empty:
-        return None
-    fig, ax = plt.subplots(figsize=(1 + 0.6 * matrix.shape[1], 1 + 0.5 * matrix.shape[0]))
-    sns.heatmap(matrix, annot=True, fmt=".2f", cmap="viridis", ax=ax, cbar_kws={"label": "mean attention"})
-    ax.set(xlabel="source adapter", ylabel="target task")
-    plt.tight_layout()
-    return ax
-
-
-PAPER = "Pfeiffer et al. 2021"
 FUSION_BEATS = declare(
     "fusion.beats-st-a",
     PAPER,
@@ -298,6 +274,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         verdict_of(FUSION_SMALL, [unit(t) for t in tasks if t in SMALL_TARGETS], detail=capacity),
         verdict_of(FUSION_COMPOSES, [unit(t, ALONE) for t in having(ALONE)]),
         verdict_of(FUSION_BEATS_MT, [unit(t, "mt-a") for t in having("mt-a")]),
+        *attention_verdicts(cells),
     ]
 
 

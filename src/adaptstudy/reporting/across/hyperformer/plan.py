@@ -4,13 +4,14 @@
     python -m adaptstudy.reporting.across.hyperformer.plan report > params/cpu/hyperformer_report.yaml
 
 - `select` (from the search, `params/cpu/hyperformer_search.yaml`): seed 0 (never reported) on the search's schedule
-  and with the recipe and number of epochs its decision rule picked (`search.search_table`; the first round's where no variant learned
-  CoLA, which leaves the hypernetwork claims *not testable*): Hyperformer, Hyperformer++ and each ablation of
-  Hyperformer++ at every rate of `RATES`, scored on validation (the half of dev the paper selects on).
+  and with the recipe and number of epochs its decision rule picked (`search.search_table`; the first round's where
+  no variant learned CoLA, which leaves the hypernetwork claims *not testable*): Hyperformer, Hyperformer++ and each
+  ablation of Hyperformer++ at every rate of `RATES`, scored on validation (the half of dev the paper selects on).
 - `report` (from stage 1): seeds 1-3 of every cell a claim reads. The hypernetwork rows and the ablations run at the
-  rate their own stage-1 runs chose (the best validation mean among the rates that learned the most tasks); single-task and multi-task fine-tuning and adapters at the rates the Houlsby
-  chapter chose on this backbone (fixed, not chosen here); the low-resource caps for Hyperformer++ and multi-task
-  fine-tuning; few-shot transfer from stage 1's chosen Hyperformer++ run against an adapter on the same k examples.
+  rate their own stage-1 runs chose (the best validation mean among the rates that learned the most tasks);
+  single-task and multi-task fine-tuning and adapters at the rates the Houlsby chapter chose on this backbone (fixed,
+  not chosen here); the low-resource caps for Hyperformer++ and multi-task fine-tuning; few-shot transfer from stage
+  1's chosen Hyperformer++ run against an adapter on the same k examples.
 """
 
 from __future__ import annotations

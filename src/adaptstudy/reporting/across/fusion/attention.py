@@ -1,0 +1,96 @@
+"""Where AdapterFusion puts its weight (the paper's Figure 4): the mean last-layer attention of each target on each
+source adapter, averaged over the reported seeds, and the two claims read from it. Both were declared before the
+protocol's fusion runs (issue 25): the target's own adapter, and the adapters of related tasks (`RELATED`), each get
+more than an even share, 1/N of the N adapters fused."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from adaptstudy.reporting.claims import Verdict, declare, verdict_of
+from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast
+
+PAPER = "Pfeiffer et al. 2021"  # as the chapter's other fusion claims name it
+FUSED = "fusion-st-a"  # the column whose attention the figure shows (the N = 1 control's is trivially 1)
+RELATED = {  # fixed before the runs: each target's nearest sources in kind (the paper's MNLI and SICK are not offline)
+    "rte": ("cb", "wnli"),  # entailment
+    "mrpc": ("stsb",),  # paraphrase and similarity
+    "sst2": ("imdb",),  # sentiment
+    "imdb": ("sst2",),
+    "cb": ("rte", "wnli"),
+}
+
+
+def fusion_attention(runs: pd.DataFrame) -> pd.DataFrame:
+    """Rows target tasks, columns source adapters: the mean softmax weight in the last layer over the dev set,
+    averaged over the table's runs (the reported seeds)."""
+    rows = {}
+    for task in RELATED:
+        mine = runs[(runs["task"] == task) & (runs["label"] == FUSED) & runs["target_cell"]]
+        weights = [r["fusion_attention"] for r in mine["record"] if r.get("fusion_attention")]
+        if weights:
+            rows[task] = pd.DataFrame(weights).mean()
+    return pd.DataFrame(rows).T
+
+
+def plot_fusion_attention(matrix: pd.DataFrame):
+    if matrix.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(1 + 0.6 * matrix.shape[1], 1 + 0.5 * matrix.shape[0]))
+    sns.heatmap(matrix, annot=True, fmt=".2f", cmap="viridis", ax=ax, cbar_kws={"label": "mean attention"})
+    ax.set(xlabel="source adapter", ylabel="target task")
+    plt.tight_layout()
+    return ax
+
+
+FUSION_OWN = declare(
+    "fusion.attends-own",
+    PAPER,
+    "AdapterFusion weighs the target's own adapter above an even share",
+    "Figure 4",
+    "in the last layer most targets put their largest weight on their own adapter (BERT-base; a figure, no numbers)",
+    "mean over targets of the own adapter's mean last-layer attention − 1/N (N adapters fused), in points",
+    Rule("above", 0.0),
+)
+FUSION_RELATED = declare(
+    "fusion.attends-related",
+    PAPER,
+    "AdapterFusion also weighs adapters of related tasks above an even share",
+    "Figure 4",
+    "weight also goes to adapters of tasks related to the target (BERT-base; a figure, no numbers)",
+    "mean over targets of their related adapters' mean last-layer attention − 1/N, in points (related, fixed before "
+    "the runs: RTE and CB: each other and WNLI; MRPC: STS-B; SST-2 and IMDb: each other)",
+    Rule("above", 0.0),
+)
+
+
+def _unit(task: str, runs: pd.DataFrame, sources: tuple[str, ...]) -> Unit | None:
+    """The target's weight on `sources` (their mean, in points, per run) against an even share; None where no run
+    fused any of them."""
+    weights = [r["fusion_attention"] for r in runs["record"]]
+    shares = [[w[s] for s in sources if s in w] for w in weights]
+    if not weights or not all(shares):
+        return None
+    scores = [100 * np.mean(s) for s in shares]
+    even = 100 * np.mean([1 / len(w) for w in weights])
+    return contrast(task, Arm(scores, int(runs["learned_nothing"].sum()), run_ids=tuple(runs["run_id"])), even)
+
+
+def attention_verdicts(cells: pd.DataFrame) -> list[Verdict]:
+    """The two attention claims on the table's Fusion w/ ST-A cells (flagged: a fusion run that learned nothing
+    leaves its target not testable)."""
+    own, related = [], []
+    for task, sources in RELATED.items():
+        mine = cells[(cells["task"] == task) & (cells["label"] == FUSED)]
+        mine = mine.loc[[bool(r.get("fusion_attention")) for r in mine["record"]]]
+        own.append(_unit(task, mine, (task,)))
+        related.append(_unit(task, mine, sources))
+    missing = [t for t, mine, theirs in zip(RELATED, own, related) if mine is not None and theirs is None]
+    detail = f"no related adapter fused for {', '.join(missing)}" if missing else ""
+    return [
+        verdict_of(FUSION_OWN, [u for u in own if u is not None]),
+        verdict_of(FUSION_RELATED, [u for u in related if u is not None], detail=detail),
+    ]
