@@ -92,17 +92,6 @@ def test_fusion_table_reports_each_column_over_seeds_beside_the_paper(tmp_path, 
     assert cb["verdict"] == "not testable" and "cb" in cb["why"]  # one seed, and a fusion run below chance
 
 
-def test_seed_spread_reads_the_single_task_runs_of_the_fusion_targets(tmp_path, multi_run):
-    for seed in range(3):
-        multi_run(tmp_path, ["rte"], "houlsby", seed, [50.0 + 2 * seed])
-        multi_run(tmp_path, ["cola"], "full", seed, [10.0 * seed])  # not a fusion target
-    assert hy.seed_spread(hyper_runs(tmp_path), fu.FUSION_TARGETS) == (
-        "Seed to seed, our single-task scores on these targets move by (sd over seeds, Hyperformer study): "
-        "RTE adapters 1.4 points."  # seeds 1 and 2: seed 0 chooses, it does not report
-    )
-    assert hy.seed_spread(hyper_runs(tmp_path / "none"), fu.FUSION_TARGETS) == ""
-
-
 def test_the_fusion_scale_note_counts_table_cells_and_names_the_source_adapters_apart(tmp_path, fusion_run):
     # source adapters: RTE's is also its ST-A cell of seed 0, CoLA's and CB's are not cells
     for task in ("rte", "cola", "cb"):

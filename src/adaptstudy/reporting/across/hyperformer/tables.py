@@ -22,7 +22,6 @@ from adaptstudy.reporting.common import (
     choose_learning_rates,
     mean_sd,
     reported,
-    sample_sd,
 )
 from adaptstudy.reporting.published import HYPER_ABLATION, HYPER_COLUMNS, HYPER_FEW_SHOT, HYPER_TABLE1
 
@@ -158,25 +157,6 @@ def _params(runs: pd.DataFrame, label: str, n_tasks: int) -> tuple[str, str]:
 def main_table_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs of the main table: the main training size, each method at its chosen rate, the reported seeds."""
     return reported(at_chosen_rates(runs[runs["cap"] == main_cap(runs)])) if not runs.empty else runs
-
-
-def seed_spread(runs: pd.DataFrame, tasks) -> str:
-    """How far one seed can move a score on `tasks` (the fusion targets): the sd over seeds of our single-task runs
-    (same backbone, the main table's training cap), against which a one-seed fusion margin is read."""
-    scores = _task_scores(main_table_runs(runs))
-    parts = [
-        f"{task.upper()} {label.removeprefix('st-')} {sample_sd(values):.1f}"
-        for task in tasks
-        for label in ("st-full", "st-adapters")
-        if len(values := scores.get(label, {}).get(task, [])) > 1
-    ]
-    if not parts:
-        return ""
-    return (
-        "Seed to seed, our single-task scores on these targets move by (sd over seeds, Hyperformer study): "
-        + ", ".join(parts)
-        + " points."
-    )
 
 
 def hyper_table(runs: pd.DataFrame) -> pd.DataFrame:
