@@ -5,6 +5,7 @@ import pandas as pd
 
 from adaptstudy.reporting.common import (
     adapter_gap,
+    choose_learning_rates,
     compare_with_published,
     format_mean_sd,
     grid_edge,
@@ -103,6 +104,17 @@ def test_the_precision_note_says_how_the_choosing_and_the_reported_seeds_trained
         1: {"bf16 on an unrecorded CPU": 1, "fp32 on AVX2": 0},
         2: {"bf16 on an unrecorded CPU": 1, "fp32 on AVX2": 0},
     }
+
+
+def test_an_exact_tie_on_the_selection_split_goes_to_the_larger_rate_whatever_the_load_order():
+    """AdapterFusion's stage 1 tied exactly on RTE and SST-2 head only (the same count of examples right)."""
+    for rates in ([1e-3, 3e-3, 1e-4], [3e-3, 1e-4, 1e-3]):
+        scores = {1e-3: 77.8, 3e-3: 77.8, 1e-4: 70.0}
+        grid = pd.DataFrame({"task": "sst2", "config.learning_rate": rates, "score": [scores[r] for r in rates]})
+        chosen = choose_learning_rates(grid, ["task"], score="score").iloc[0]
+        assert chosen["learning_rate"] == 3e-3 and chosen["choice score"] == 77.8
+    grid = pd.DataFrame({"task": "sst2", "config.learning_rate": [1e-3, 3e-3], "score": [77.9, 77.8]})
+    assert choose_learning_rates(grid, ["task"], score="score").iloc[0]["learning_rate"] == 1e-3
 
 
 def test_a_choice_at_either_end_of_its_grid_is_an_edge_and_a_middle_one_or_a_single_rate_is_not():

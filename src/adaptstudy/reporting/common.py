@@ -64,14 +64,17 @@ def chosen_on(grid: pd.DataFrame) -> str:
 
 def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str | None = None) -> pd.DataFrame:
     """Per group of `keys`: the learning rate with the best `score` (default `choice_score`) among `grid` (runs of
-    the selection seed), with every rate tried and its score, so a chapter can show the choice."""
+    the selection seed), with every rate tried and its score, so a chapter can show the choice. An exact tie goes to
+    the larger rate (the selection split cannot tell them apart; the larger goes further in the same updates), not to
+    whichever record loaded first."""
     score = score or choice_score(grid)
     columns = [*keys, "learning_rate", "grid", "choice score", "edge"]
     if grid.empty:
         return pd.DataFrame(columns=columns)
     rows = []
     for values, group in grid.groupby(keys, sort=False):
-        best = group.loc[group[score].idxmax()]
+        ordered = group.sort_values("config.learning_rate", ascending=False, kind="stable")
+        best = ordered.loc[ordered[score].idxmax()]
         rates = ", ".join(f"{lr:g}: {v:.1f}" for lr, v in sorted(zip(group["config.learning_rate"], group[score])))
         rows.append(
             {
