@@ -55,6 +55,27 @@ def test_committed_notebooks_have_no_outputs_and_one_parameters_cell(path):
     assert sum("parameters" in c.metadata.get("tags", []) for c in nb.cells) == 1
 
 
+# A Styler `.format(precision=1)` followed by `.format({column: ...})` resets every other column to the default
+# six decimals (pandas applies the second call to all columns): the rate tables showed 48.995984.
+CHAINED_FORMAT = re.compile(r"\.format\([^{)]*precision=[^)]*\)\s*\.format\(")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_table_sets_a_precision_that_a_later_format_call_undoes(path):
+    code = "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    assert not CHAINED_FORMAT.search(code), CHAINED_FORMAT.search(code).group(0)
+
+
+def test_the_chained_format_pattern_catches_the_styler_reset_it_names():
+    import pandas as pd
+
+    frame = pd.DataFrame({"rate": [1e-3], "score": [48.995984]})
+    assert "48.995984" in frame.style.format(precision=1).format({"rate": "{:g}"}).to_html()
+    assert "49.0" in frame.style.format({"rate": "{:g}"}, precision=1).to_html()
+    assert CHAINED_FORMAT.search('x.style.format(precision=1, na_rep="–").format({"a": "{:g}"})')
+    assert not CHAINED_FORMAT.search('x.style.format({"a": "{:g}"}, precision=1).hide(axis="index")')
+
+
 # The model each notebook validates its parameters against: every setting of it can be given to the notebook.
 MODELS = {
     "01_data_prep.ipynb": DataPrepParams,
