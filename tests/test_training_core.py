@@ -12,6 +12,8 @@ import torch
 from transformers import Trainer
 
 from adaptstudy.common.files import TMP_PREFIX, mark_complete, read_marker
+from adaptstudy.launch.cells import Cell
+from adaptstudy.launch.ray_sweep import next_ready
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
@@ -253,6 +255,22 @@ def test_prerequisites_come_in_waves_each_needing_only_the_waves_before(tmp_path
         [waves[2][0][0].run_id]
     ]
     assert runner.prerequisite_waves(runs[3:]) == []
+
+
+def test_a_ray_worker_starts_a_cell_that_needs_nothing_pending_while_a_prerequisite_trains(tmp_path):
+    """Fusion's stage 2 once trained its third MT-A run alone for 40 minutes, a core idle, while the cells that need
+    no MT-A waited for the prerequisites' wave to end."""
+    warm = {"corpus": "task:rte", "mode": "head", "max_steps": 2, "learning_rate": 3e-3, **TINY_MLM}
+    here = {"method": "bitfit", "results_dir": str(tmp_path / "r")}
+    needing, free = FinetuneConfig(**TINY, **here, init_from=warm), FinetuneConfig(**TINY, **here, seed=1)
+    ((needed, by),) = [entry for wave in runner.prerequisite_waves([needing, free]) for entry in wave]
+    cells = [Cell(needed, needed_by=by), Cell(needing), Cell(free)]
+    needs = {cell.run_id: runner.pending_prerequisites(cell.config) for cell in cells}
+    assert needs == {needed.run_id: set(), needing.run_id: {needed.run_id}, free.run_id: set()}
+    assert next_ready(cells, [], needs) is cells[0]
+    assert next_ready(cells[1:], cells[:1], needs) is cells[2]  # not the one waiting for the prerequisite
+    assert next_ready(cells[1:2], cells[:1], needs) is None
+    assert next_ready(cells[1:2], [], needs) is cells[1]  # the prerequisite has finished
 
 
 def test_a_pretraining_named_by_its_settings_is_trained_once_before_the_runs_that_start_from_it(

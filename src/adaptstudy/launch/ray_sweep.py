@@ -32,15 +32,17 @@ def default_threads(workers: int) -> int:
 
 
 def run_on_ray(
-    waves: list[list[Cell]],
+    cells: list[Cell],
+    needs: dict[str, set[str]],
     results_dir: Path,
     workers: int,
     threads: int,
     address: str | None = None,
     progress: bool = True,
 ) -> None:
-    """Run the cells of each wave as Ray tasks, at most `workers` at once, a wave after the one before has finished,
-    and set each one's status (`ok`, `failed`, `done` or `elsewhere`); cells interrupted by Ctrl-C stay `todo`."""
+    """Run `cells` as Ray tasks, at most `workers` at once, each once none of the run ids it `needs` (its pending
+    prerequisites, cells of the list) is still to run, first come first; set each one's status (`ok`, `failed`,
+    `done` or `elsewhere`); cells interrupted by Ctrl-C stay `todo`."""
     ray = _import_ray()
     started = not ray.is_initialized()
     if started:
@@ -50,19 +52,28 @@ def run_on_ray(
         task = ray.remote(_cell_task).options(
             num_cpus=threads, num_gpus=gpus, max_retries=RETRIES, retry_exceptions=False, name="adaptstudy-cell"
         )
-        for cells in waves:
-            _drain(ray, task, cells, results_dir, workers, threads, progress)
+        _drain(ray, task, cells, needs, results_dir, workers, threads, progress)
     finally:
         if started:
             ray.shutdown()
 
 
-def _drain(ray, task, cells: list[Cell], results_dir: Path, workers: int, threads: int, progress: bool) -> None:
+def next_ready(pending: list[Cell], running: list[Cell], needs: dict[str, set[str]]) -> Cell | None:
+    """The first of `pending` that needs none of the cells pending or running; with nothing running, the first
+    pending (a prerequisite outside the list trains inside it, as in process)."""
+    waiting = {c.run_id for c in (*pending, *running)}
+    ready = next((c for c in pending if not needs.get(c.run_id, set()) & waiting), None)
+    return ready if ready is not None or running else next(iter(pending), None)
+
+
+def _drain(
+    ray, task, cells: list[Cell], needs: dict[str, set[str]], results_dir: Path, workers: int, threads: int, progress
+) -> None:
     pending, running, here = list(cells), {}, os.getcwd()
     try:
         while pending or running:
-            while pending and len(running) < workers:
-                cell = pending.pop(0)
+            while len(running) < workers and (cell := next_ready(pending, list(running.values()), needs)):
+                pending.remove(cell)
                 if progress:
                     print(f"[{len(cells) - len(pending)}/{len(cells)}] {cell.run_id} {describe(cell)}", flush=True)
                 running[task.remote(cell.config, str(results_dir), threads, here, cell.needed_by)] = cell

@@ -40,7 +40,7 @@ from adaptstudy.launch.allocator import reexec_with_allocator
 from adaptstudy.launch.cells import CHECKPOINTS, Cell, attempt, describe, ok_record
 from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.grid import DESCRIBED, grid_configs
-from adaptstudy.training.runner import prerequisite_waves
+from adaptstudy.training.runner import pending_prerequisites, prerequisite_waves
 
 
 @dataclass
@@ -122,8 +122,9 @@ def run(
     this machine's cores shared among the workers) or one GPU (`ray_sweep`).
 
     What the cells start from and is not trained yet (pretrainings, source adapters) trains first, as cells of its
-    own, in waves (a wave needs only the waves before it): so the workers share it, where inside the cells the first
-    cell to need a prerequisite would train it while the other cells needing it wait."""
+    own (so the workers share it, where inside the cells the first cell to need a prerequisite would train it while
+    the other cells needing it wait): in process, in waves (a wave needs only the waves before it); on Ray, each cell
+    as soon as what it needs has trained, so a worker never idles while a cell that needs nothing pending waits."""
     if workers < 1 or (threads is not None and threads < 1):
         raise ConfigError(f"workers ({workers}) and threads ({threads}) must be at least 1")
     todo = [c for c in p.cells if c.status == "todo"]
@@ -134,7 +135,9 @@ def run(
     if workers > 1 or ray_address:
         from adaptstudy.launch.ray_sweep import default_threads, run_on_ray  # Ray is an optional extra
 
-        run_on_ray([*waves, todo], p.results_dir, workers, threads or default_threads(workers), ray_address, progress)
+        cells = [*p.prerequisites, *todo]
+        needs = {cell.run_id: pending_prerequisites(cell.config) for cell in cells}
+        run_on_ray(cells, needs, p.results_dir, workers, threads or default_threads(workers), ray_address, progress)
     else:
         for wave in [*waves, todo]:
             for n, cell in enumerate(wave, start=1):

@@ -125,6 +125,12 @@ def prerequisite_waves(configs: list[RunConfig]) -> list[list[tuple[RunConfig, R
     return waves
 
 
+def pending_prerequisites(config: RunConfig) -> set[str]:
+    """The run ids of what `config` needs directly and is not done yet: a sweep starts it once none of them is still
+    to train."""
+    return {needed.config.run_id for needed in prerequisites(config) if not needed.done()}
+
+
 RUNNERS: dict[type[RunConfig], Callable[..., dict[str, Any]]] = {
     FinetuneConfig: finetune,
     PretrainConfig: pretrain,
