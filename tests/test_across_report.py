@@ -88,8 +88,10 @@ def test_fusion_table_reports_each_column_over_seeds_beside_the_paper(tmp_path, 
     for folder in (tmp_path / "all", tmp_path / "cb"):
         fusion_run(folder, "cb", "pfeiffer", 0, 60.0, epochs=20)
         fusion_run(folder, "cb", "fusion", 0, 40.0, epochs=20)
-    cb = fu.claims(fusion_runs(tmp_path / "all")).iloc[0]
-    assert cb["verdict"] == "not testable" and "cb" in cb["why"]  # one seed, and a fusion run below chance
+    cb = fu.claims(fusion_runs(tmp_path / "all")).iloc[0]  # CB's fusion run is below chance: RTE alone judges
+    assert cb["verdict"] == "holds" and "left out, a run at chance: cb" in cb["why"]
+    alone = fu.claims(fusion_runs(tmp_path / "cb")).iloc[0]  # no target left to judge on
+    assert alone["verdict"] == "not testable" and "left out, a run at chance: cb" in alone["why"]
 
 
 def test_the_fusion_scale_note_counts_table_cells_and_names_the_source_adapters_apart(tmp_path, fusion_run):

@@ -95,6 +95,13 @@ def learned_units(units: Sequence[Unit]) -> tuple[list[Unit], str]:
     return kept, (f"left out, a run at chance: {', '.join(out)}" if out else "")
 
 
+def verdict_over_learned(claim: Claim, units: Sequence[Unit], detail: str = "") -> Verdict:
+    """`verdict_of` over the units where every run learned (`learned_units`), naming those left out in the detail:
+    a target whose runs sit at chance cannot say whether one arm beats the other, but need not silence the rest."""
+    kept, out = learned_units(units)
+    return verdict_of(claim, kept, detail="; ".join(filter(None, [out, detail])))
+
+
 def arm(runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "learned_nothing") -> Arm:
     """The arm of these runs: their scores, how many learned nothing, their run ids, and their predictions with the
     labels when every run stored them on the same examples (for the bootstrap over examples), in the runs' main

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.claims import Verdict, declare, verdict_of
+from adaptstudy.reporting.claims import Verdict, declare, verdict_over_learned
 from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast
 
 PAPER = "Pfeiffer et al. 2021"  # as the chapter's other fusion claims name it
@@ -80,8 +80,8 @@ def _unit(task: str, runs: pd.DataFrame, sources: tuple[str, ...]) -> Unit | Non
 
 
 def attention_verdicts(cells: pd.DataFrame) -> list[Verdict]:
-    """The two attention claims on the table's Fusion w/ ST-A cells (flagged: a fusion run that learned nothing
-    leaves its target not testable)."""
+    """The two attention claims on the table's Fusion w/ ST-A cells, over the targets whose fusion runs learned (a
+    fusion at chance says nothing about where it looks; the others are named)."""
     own, related = [], []
     for task, sources in RELATED.items():
         mine = cells[(cells["task"] == task) & (cells["label"] == FUSED)]
@@ -91,6 +91,6 @@ def attention_verdicts(cells: pd.DataFrame) -> list[Verdict]:
     missing = [t for t, mine, theirs in zip(RELATED, own, related) if mine is not None and theirs is None]
     detail = f"no related adapter fused for {', '.join(missing)}" if missing else ""
     return [
-        verdict_of(FUSION_OWN, [u for u in own if u is not None]),
-        verdict_of(FUSION_RELATED, [u for u in related if u is not None], detail=detail),
+        verdict_over_learned(FUSION_OWN, [u for u in own if u is not None]),
+        verdict_over_learned(FUSION_RELATED, [u for u in related if u is not None], detail=detail),
     ]
