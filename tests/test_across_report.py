@@ -89,7 +89,7 @@ def test_fusion_table_reports_each_column_over_seeds_beside_the_paper(tmp_path, 
         fusion_run(folder, "cb", "pfeiffer", 0, 60.0, epochs=20)
         fusion_run(folder, "cb", "fusion", 0, 40.0, epochs=20)
     cb = fu.claims(fusion_runs(tmp_path / "all")).iloc[0]  # CB's fusion run is below chance: RTE alone judges
-    assert cb["verdict"] == "holds" and "left out, a run at chance: cb" in cb["why"]
+    assert cb["verdict"] == "holds" and "left out, a run at chance: cb (fusion-st-a, st-a)" in cb["why"]
     alone = fu.claims(fusion_runs(tmp_path / "cb")).iloc[0]  # no target left to judge on
     assert alone["verdict"] == "not testable" and "left out, a run at chance: cb" in alone["why"]
 
@@ -407,6 +407,6 @@ def test_few_shot_cells_at_chance_are_flagged_and_left_out_of_the_verdict(tmp_pa
     assert shots.loc[("imdb", 4), "ours hyperformer++"].endswith("⚠3")
     assert not shots.loc[("imdb", 32), "ours hyperformer++"].endswith("⚠3")
     few = {v.claim.key: v for v in hyc.verdicts(runs)}["hyperformer.few-shot"]
-    assert few.detail == "left out, a run at chance: imdb k=4"
+    assert few.detail == "left out, a run at chance: imdb k=4 (hyperformer++ transfer, st-adapters)"
     why = few.judgements[0].why  # the cells not run (k = 16, 100, ...) still make it not testable; k = 4 is not one
     assert "imdb k=16 (0)" in why and "imdb k=4 " not in why and "imdb k=32" not in why

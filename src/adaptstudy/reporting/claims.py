@@ -91,8 +91,14 @@ def learned_units(units: Sequence[Unit]) -> tuple[list[Unit], str]:
     """The units none of whose runs learned nothing, and a note naming those left out: a claim over many cells (every
     k, every training size) rests on the cells where both sides learned, and says which it left out at chance."""
     kept = [u for u in units if not any(arm.learned_nothing for arm in u.arms())]
-    out = [u.name for u in units if any(arm.learned_nothing for arm in u.arms())]
+    out = [_at_chance(u) for u in units if any(arm.learned_nothing for arm in u.arms())]
     return kept, (f"left out, a run at chance: {', '.join(out)}" if out else "")
+
+
+def _at_chance(unit: Unit) -> str:
+    """'cb (st-a)': the unit, and which of its named arms learned nothing."""
+    named = [a.name for a in unit.arms() if a.learned_nothing and a.name]
+    return f"{unit.name} ({', '.join(named)})" if named else unit.name
 
 
 def verdict_over_learned(claim: Claim, units: Sequence[Unit], detail: str = "") -> Verdict:
@@ -117,6 +123,7 @@ def arm(runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "le
         reported_labels(records[0]) if shared else None,
         tuple(runs["run_id"]) if "run_id" in runs else (),
         main[0] if len(main) == 1 else None,
+        runs["label"].iloc[0] if "label" in runs and runs["label"].nunique() == 1 else "",
     )
 
 

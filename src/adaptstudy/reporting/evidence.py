@@ -65,6 +65,7 @@ class Arm:
     labels: np.ndarray | None = None
     run_ids: tuple[str, ...] = ()
     metric: str | None = None  # the metric `scores` are in, which the bootstrap recomputes from `predictions`
+    name: str = ""  # what the arm is (a method's label), for the notes that name it
 
     def __post_init__(self):
         self.scores = np.asarray(self.scores, dtype=float)
