@@ -197,6 +197,21 @@ def test_runs_that_learned_nothing_are_flagged_in_their_cells(tmp_path, multi_ru
     assert (row["cola"], row["sst2"]) == ("0.0 (1) ⚠1", "80.0 (1)")
 
 
+def test_a_task_where_hyperformer_sat_at_chance_is_left_out_of_the_verdict_and_named_with_the_arm(tmp_path, multi_run):
+    """The first round's hypernetworks never learned CoLA: that task says nothing about which method is better, but
+    the reader must see that it was Hyperformer++ that failed there."""
+    glue = hy.GLUE5
+    for seed in range(4):
+        cola = 0.0 if seed == 2 else 30.0 + seed  # seed 2: Matthews 0, one class for every sentence
+        multi_run(tmp_path, glue, "hyperformer++", seed, [cola] + [95.0 + seed] * 4)
+        for task in glue:
+            multi_run(tmp_path, [task], "houlsby", seed, [20.0 + seed if task == "cola" else 90.0 + seed])
+    beats = {v.claim.key: v for v in hyc.verdicts(hyper_runs(tmp_path))}["hyperformer.beats-st-adapters"]
+    assert beats.detail == "left out, a run at chance: cola (hyperformer++)"
+    assert beats.verdict == "holds"  # +5 on the four tasks both learned, over seeds 1-3
+    assert beats.effects().startswith("+5.0 [")
+
+
 def test_ablations_low_resource_and_few_shot_are_read_off_their_settings(tmp_path, multi_run):
     glue = hy.GLUE5
     multi_run(tmp_path, glue, "hyperformer++", 0, [80.0] * 5)  # seed 0 chooses: in no table

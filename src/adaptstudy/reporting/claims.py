@@ -95,6 +95,14 @@ def learned_units(units: Sequence[Unit]) -> tuple[list[Unit], str]:
     return kept, (f"left out, a run at chance: {', '.join(out)}" if out else "")
 
 
+def learned_groups(groups: dict[str, Sequence[Unit]]) -> tuple[dict[str, list[Unit]], str]:
+    """`learned_units` for each named comparison of a claim (each size, each component), with one note."""
+    kept = {name: learned_units(units) for name, units in groups.items()}
+    return {name: units for name, (units, _) in kept.items()}, "; ".join(
+        f"{name}: {out}" for name, (_, out) in kept.items() if out
+    )
+
+
 def _at_chance(unit: Unit) -> str:
     """'cb (st-a)': the unit, and which of its named arms learned nothing."""
     named = [a.name for a in unit.arms() if a.learned_nothing and a.name]

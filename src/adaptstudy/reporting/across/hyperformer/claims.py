@@ -16,7 +16,15 @@ from adaptstudy.reporting.across.hyperformer.tables import (
     main_table_runs,
     task_runs,
 )
-from adaptstudy.reporting.claims import Verdict, arm, declare, learned_units, verdict_of, verdict_table
+from adaptstudy.reporting.claims import (
+    Verdict,
+    arm,
+    declare,
+    learned_groups,
+    verdict_of,
+    verdict_over_learned,
+    verdict_table,
+)
 from adaptstudy.reporting.common import reported
 from adaptstudy.reporting.evidence import Rule, Unit, contrast
 from adaptstudy.reporting.published import HYPER_ABLATION, HYPER_FEW_SHOT, HYPER_TABLE1
@@ -91,7 +99,8 @@ FEW_SHOT = declare(
 
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
-    """Every claim of the Hyperformer half, on the seeds that chose no learning rate."""
+    """Every claim of the Hyperformer half, on the seeds that chose no learning rate; each comparison over the tasks
+    (sizes, k) where both arms learned, naming those left out and which arm sat at chance (as the fusion half)."""
     main = task_runs(main_table_runs(runs)) if not runs.empty else task_runs(runs)
 
     def versus(frame: pd.DataFrame, a: str, b: str) -> list[Unit]:
@@ -117,19 +126,19 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         for task, rows in HYPER_FEW_SHOT.items()
         for k in rows["k"]
     ]
-    few_units, few_out = learned_units(few_units)
-    sizes = {
-        f"{cap:g} per task": learned_units(versus(several[several["cap"] == cap], "hyperformer++", "mt-full"))
-        for cap in caps
-    }
-    sizes_out = "; ".join(f"{size}: {out}" for size, (_, out) in sizes.items() if out)
+    sizes, sizes_out = learned_groups(
+        {f"{cap:g} per task": versus(several[several["cap"] == cap], "hyperformer++", "mt-full") for cap in caps}
+    )
+    components, components_out = learned_groups(
+        {m: versus(ablations, "hyperformer++", m) for m in list(HYPER_ABLATION)[1:]}
+    )
     return [
-        verdict_of(BEATS_ST_ADAPTERS, versus(main, "hyperformer++", "st-adapters")),
-        verdict_of(BEATS_ST_FULL, versus(main, "hyperformer++", "st-full")),
-        verdict_of(BEATS_SHARED, versus(main, "hyperformer", "mt-adapters")),
-        verdict_of(COMPONENTS, {m: versus(ablations, "hyperformer++", m) for m in list(HYPER_ABLATION)[1:]}),
-        verdict_of(LOW_RESOURCE, {size: units for size, (units, _) in sizes.items()}, detail=sizes_out),
-        verdict_of(FEW_SHOT, few_units, detail=few_out),
+        verdict_over_learned(BEATS_ST_ADAPTERS, versus(main, "hyperformer++", "st-adapters")),
+        verdict_over_learned(BEATS_ST_FULL, versus(main, "hyperformer++", "st-full")),
+        verdict_over_learned(BEATS_SHARED, versus(main, "hyperformer", "mt-adapters")),
+        verdict_of(COMPONENTS, components, detail=components_out),
+        verdict_of(LOW_RESOURCE, sizes, detail=sizes_out),
+        verdict_over_learned(FEW_SHOT, few_units),
     ]
 
 
