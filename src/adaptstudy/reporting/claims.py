@@ -185,7 +185,8 @@ PROTOCOL = (
     "interval a Welch t-interval over the reported seeds, widened by a paired bootstrap over evaluation examples "
     "where every run stored its predictions. *holds* / *does not hold*: the interval lies on one side of the rule's "
     "threshold; *inconclusive*: it straddles it; *not testable*: an arm has fewer than 3 reported seeds or a run that "
-    "learned nothing. Runs of the seed that chose a setting never report."
+    "learned nothing (where a chapter judges over the tasks both arms learned, those left out are named in *why*, with "
+    "the arm at chance). Runs of the seed that chose a setting never report."
 )
 TEXT_COLUMNS = ("claim", "paper reports", "ours: effect [95% CI]", "rule", "why")
 
