@@ -76,7 +76,8 @@ def _unit(task: str, runs: pd.DataFrame, sources: tuple[str, ...]) -> Unit | Non
         return None
     scores = [100 * np.mean(s) for s in shares]
     even = 100 * np.mean([1 / len(w) for w in weights])
-    return contrast(task, Arm(scores, int(runs["learned_nothing"].sum()), run_ids=tuple(runs["run_id"])), even)
+    at_chance = int(runs["learned_nothing"].sum())
+    return contrast(task, Arm(scores, at_chance, run_ids=tuple(runs["run_id"]), name=FUSED), even)
 
 
 def attention_verdicts(cells: pd.DataFrame) -> list[Verdict]:
