@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import Trainer
 
-from adaptstudy.common.files import TMP_PREFIX, mark_complete, read_marker
+from adaptstudy.common.files import TMP_PREFIX, mark_complete, read_marker, remove_folder
 from adaptstudy.launch.cells import Cell
 from adaptstudy.launch.ray_sweep import next_ready
 from adaptstudy.runs.finetune_config import FinetuneConfig
@@ -303,6 +303,31 @@ def test_a_pretraining_named_by_its_settings_is_trained_once_before_the_runs_tha
     again = runner.run(other_seed, write=False)
     assert again["status"] == "ok" and again["run_id"] != record["run_id"]
     assert len(records(tmp_path / "r_pretrain")) == 1
+
+
+def test_a_prerequisite_whose_artifact_is_gone_trains_again_and_keeps_its_record_if_it_reproduces(tmp_path, data_dir):
+    """Artifacts are cached per machine, records committed: a new clone retrains a fusion run's sources. Retraining
+    to the same metrics keeps the record (and the costs of the run that first reported); other metrics replace it."""
+    warmup = {"corpus": "task:rte", "mode": "head", "max_steps": 2, "learning_rate": 3e-3, **TINY_MLM}
+    config = FinetuneConfig(**TINY, method="bitfit", init_from=warmup, results_dir=str(tmp_path / "r"))
+    pretraining = PretrainConfig(**warmup)
+    record_file = tmp_path / "r_pretrain" / f"{pretraining.run_id}.json"
+
+    def retrain(kept_record: dict) -> dict:
+        record_file.write_text(json.dumps(kept_record))
+        remove_folder(pretraining.artifact_dir())  # the cache of another machine
+        assert runner.pending_prerequisites(config) == {pretraining.run_id}
+        runner.ensure(config, tmp_path / "ckpt")
+        assert runner.pending_prerequisites(config) == set()
+        return json.loads(record_file.read_text())
+
+    runner.ensure(config, tmp_path / "ckpt")
+    first = json.loads(record_file.read_text())
+    assert retrain(first | {"finished_at": "kept"})["finished_at"] == "kept"
+    other = {**first["metrics"], "perplexity": first["metrics"]["perplexity"] + 1}
+    replaced = retrain(first | {"finished_at": "kept", "metrics": other})
+    assert replaced["finished_at"] != "kept" and replaced["metrics"] == first["metrics"]
+    assert runner.same_metrics({"a": 1.0}, {"a": 1.0 + 1e-14}) and not runner.same_metrics({"a": 1.0}, {"b": 1.0})
 
 
 # The invariants of issue 19: one training core, small modules.

@@ -5,10 +5,15 @@ multi-task source. Sweeps and notebooks call `run`.
 A prerequisite's record goes where its own settings say, else: a pretraining's beside the run's results in
 `<results_dir>_pretrain` (a pretraining grid: its own folder), a source adapter's and MT-A's with the fusion run's,
 a transfer source's in `<results_dir>_sources`. Its checkpoints go beside the run's, and are removed once done.
+Artifacts live in a per-machine cache, records in the project: a prerequisite whose record exists but whose artifact
+is gone (a new clone, another machine) is trained again, and its record stays as it was when the retrained metrics
+are the same (the same config and seed give the same metrics); where they differ, the new record replaces it.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,7 +27,7 @@ from adaptstudy.runs.base import RunConfig
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, source_folder
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
-from adaptstudy.runs.records import resolve_results_dir
+from adaptstudy.runs.records import resolve_results_dir, write_record
 from adaptstudy.training.device import resolve_precision
 from adaptstudy.training.finetune import finetune
 from adaptstudy.training.multitask import train_multitask
@@ -35,8 +40,19 @@ class Prerequisite:
 
     config: RunConfig
     done: Callable[[], bool]
-    train: Callable[[Path | None], Any]
+    train: Callable[[Path | None, bool], dict[str, Any]]  # (checkpoint folder, write the record) -> the record
     what: str
+
+    def record_path(self) -> Path:
+        return resolve_results_dir(self.config.results_dir, self.config.STUDY) / f"{self.config.run_id}.json"
+
+    def kept_record(self) -> dict[str, Any] | None:
+        """Its record with status ok, if one is kept (its artifact may still be missing: see the module's note)."""
+        try:
+            record = json.loads(self.record_path().read_text())
+        except (OSError, ValueError):
+            return None
+        return record if record.get("status") == "ok" else None
 
 
 def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
@@ -50,7 +66,7 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
         yield Prerequisite(
             pretraining,
             done=lambda: is_artifact(pretraining.artifact_dir()),
-            train=lambda checkpoints: pretrain(pretraining, checkpoint_dir=checkpoints),
+            train=lambda checkpoints, write: pretrain(pretraining, write, checkpoint_dir=checkpoints),
             what=f"pretraining ({pretraining.corpus}, {pretraining.mode})",
         )
     if isinstance(config, FinetuneConfig) and config.fusion_from is not None:
@@ -58,7 +74,7 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
         yield Prerequisite(
             mt,
             done=lambda: is_complete(mt.artifact_dir()),
-            train=lambda checkpoints: train_multitask(mt, checkpoint_dir=checkpoints, save=True),
+            train=lambda checkpoints, write: train_multitask(mt, write, checkpoint_dir=checkpoints, save=True),
             what=f"the multi-task adapters ({mt.task_name})",
         )
     elif isinstance(config, FinetuneConfig) and config.fusion_sources is not None:
@@ -67,8 +83,8 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
             yield Prerequisite(
                 source,
                 done=lambda source=source: is_complete(source_folder(source)),
-                train=lambda checkpoints, source=source: finetune(
-                    source, checkpoint_dir=checkpoints, save_adapter_to=source_folder(source)
+                train=lambda checkpoints, write, source=source: finetune(
+                    source, write, checkpoint_dir=checkpoints, save_adapter_to=source_folder(source)
                 ),
                 what=f"the source adapter of {task}",
             )
@@ -77,7 +93,7 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
         yield Prerequisite(
             source,
             done=lambda: is_complete(source.artifact_dir()),
-            train=lambda checkpoints: train_multitask(source, checkpoint_dir=checkpoints, save=True),
+            train=lambda checkpoints, write: train_multitask(source, write, checkpoint_dir=checkpoints, save=True),
             what=f"the transfer source ({source.task_name}, {source.method})",
         )
 
@@ -94,9 +110,35 @@ def ensure(config: RunConfig, checkpoint_root: Path | None = None, only: str | N
             if needed.done():
                 continue
             checkpoints = Path(checkpoint_root) / needed.config.run_id if checkpoint_root else None
-            print(f"  training {needed.what} first: {needed.config.run_id}", flush=True)
-            needed.train(checkpoints)
+            kept = needed.kept_record()
+            again = " again: its record is kept, its artifact is not in this cache" if kept else ""
+            print(f"  training {needed.what} first{again}: {needed.config.run_id}", flush=True)
+            record = needed.train(checkpoints, kept is None)
             remove_folder(checkpoints)
+            if kept is not None:
+                keep_or_replace(kept, record, needed.record_path())
+
+
+def same_metrics(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Equal up to the last bits of a float (a sum's order may differ between machines)."""
+    return before.keys() == after.keys() and all(
+        a == b or (isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, rel_tol=1e-9))
+        for a, b in ((before[k], after[k]) for k in before)
+    )
+
+
+def keep_or_replace(kept: dict[str, Any], record: dict[str, Any], path: Path) -> None:
+    """After a prerequisite with a kept record trained again: keep that record where the metrics are the same (the
+    costs then stay those of the run that first reported), else write the new one, which made the artifact in use."""
+    if same_metrics(kept["metrics"], record["metrics"]):
+        print(f"  {record['run_id']}: the same metrics as its record, which is kept", flush=True)
+        return
+    print(
+        f"  WARNING {record['run_id']}: trained again to other metrics ({kept['metrics']} in its record, "
+        f"{record['metrics']} now); the new record replaces it, as the artifact in use is the new run's",
+        flush=True,
+    )
+    write_record(record, path.parent)
 
 
 def prerequisite_waves(configs: list[RunConfig]) -> list[list[tuple[RunConfig, RunConfig]]]:
