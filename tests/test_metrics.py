@@ -31,6 +31,13 @@ def test_correlations_against_hand_computed_values():
     )
 
 
+def test_a_correlation_does_not_depend_on_the_scores_float_width(data_dir):
+    gold = np.asarray(load_task("stsb", data_dir)["dev"]["label"], dtype=np.float32)
+    pred = gold + np.random.default_rng(0).normal(0, 1, len(gold)).astype(np.float32)  # a model's float32 scores
+    names = ["pearson", "spearman"]
+    assert compute_metrics(names, pred, gold) == compute_metrics(names, pred.astype(float), gold.astype(float))
+
+
 def test_constant_predictions_have_zero_correlation():
     assert compute_metrics(["pearson", "spearman"], [2.0, 2.0, 2.0], [1.0, 2.0, 3.0]) == {
         "pearson": 0.0,
