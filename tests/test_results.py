@@ -8,7 +8,7 @@ from adaptstudy.runs import records as results
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
-from adaptstudy.runs.records import read_records, records_frame, write_record
+from adaptstudy.runs.records import read_ok_record, read_records, records_frame, write_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,6 +51,15 @@ def test_readers_skip_temporary_files_and_filter_status(tmp_path, fake_record):
     assert len(read_records(tmp_path, status=None)) == 2
     frame = records_frame(tmp_path)
     assert frame.loc[0, "metric.accuracy"] == 60.0 and frame.loc[0, "config.adapter_size"] == 64
+
+
+def test_only_a_whole_record_with_status_ok_counts_as_done(tmp_path, fake_record):
+    ok = write_record(_record(fake_record), tmp_path / "ok")
+    failed = write_record(_record(fake_record, status="failed"), tmp_path / "failed")
+    cut = tmp_path / "cut.json"
+    cut.write_text(ok.read_text()[:40])
+    assert read_ok_record(ok)["run_id"] == ok.stem
+    assert [read_ok_record(p) for p in (failed, cut, tmp_path / "absent.json")] == [None, None, None]
 
 
 def test_a_write_that_fails_midway_leaves_nothing(tmp_path, fake_record):

@@ -8,7 +8,6 @@ cannot stop the others; a kill leaves the cell's checkpoints for the next attemp
 
 from __future__ import annotations
 
-import json
 import sys
 import traceback
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.grid import describe_values
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
-from adaptstudy.runs.records import base_record, resolve_results_dir, write_record
+from adaptstudy.runs.records import base_record, read_ok_record, resolve_results_dir, write_record
 from adaptstudy.training.runner import ensure
 from adaptstudy.training.runner import run as run_cell
 
@@ -61,7 +60,7 @@ def attempt(
     with run_lock(results_dir, config.run_id, wait=False) as held:
         if not held:
             return "elsewhere", None
-        if ok_record(results_dir / f"{config.run_id}.json"):
+        if read_ok_record(results_dir / f"{config.run_id}.json"):
             return "done", None
         checkpoints = results_dir / CHECKPOINTS / config.run_id
         with torch_threads(threads):
@@ -110,13 +109,6 @@ def write_failure(config: CellConfig, error: BaseException) -> None:
         finished_at=datetime.now(timezone.utc).isoformat(),
     )
     write_record(record, resolve_results_dir(config.results_dir, config.STUDY))
-
-
-def ok_record(path: Path) -> bool:
-    try:
-        return json.loads(path.read_text()).get("status") == "ok"
-    except (OSError, ValueError):
-        return False
 
 
 def describe(cell: Cell) -> str:

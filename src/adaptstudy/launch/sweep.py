@@ -37,9 +37,10 @@ import pandas as pd
 
 from adaptstudy.common.files import TMP_PREFIX
 from adaptstudy.launch.allocator import reexec_with_allocator
-from adaptstudy.launch.cells import CHECKPOINTS, Cell, attempt, describe, ok_record
+from adaptstudy.launch.cells import CHECKPOINTS, Cell, attempt, describe
 from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.grid import DESCRIBED, grid_configs
+from adaptstudy.runs.records import read_ok_record
 from adaptstudy.training.runner import pending_prerequisites, prerequisite_waves
 
 
@@ -106,7 +107,7 @@ def plan(sweep: str | Path, results_dir: str | Path | None = None, data_dir: str
     result = Plan(grid.study, folder, [Cell(config) for config in configs], grid.kind)
     _clean_temporary_files(folder)
     for cell in result.cells:
-        if ok_record(folder / f"{cell.run_id}.json"):
+        if read_ok_record(folder / f"{cell.run_id}.json"):
             cell.status = "done"
     return result
 

@@ -145,6 +145,15 @@ def read_records(results_dir: str | os.PathLike, status: str | None = "ok") -> l
     return records
 
 
+def read_ok_record(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The record at `path` if it is readable and finished with status ok, else None (absent, partial or failed)."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if record.get("status") == "ok" else None
+
+
 def records_frame(results_dir: str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
     """Records as a table: one row per run, metrics flattened to `metric.<name>` columns."""
     return flatten(read_records(results_dir, status))

@@ -12,7 +12,6 @@ are the same (the same config and seed give the same metrics); where they differ
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from adaptstudy.runs.base import RunConfig
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, source_folder
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
-from adaptstudy.runs.records import resolve_results_dir, write_record
+from adaptstudy.runs.records import read_ok_record, resolve_results_dir, write_record
 from adaptstudy.training.device import resolve_precision
 from adaptstudy.training.finetune import finetune
 from adaptstudy.training.multitask import train_multitask
@@ -48,11 +47,7 @@ class Prerequisite:
 
     def kept_record(self) -> dict[str, Any] | None:
         """Its record with status ok, if one is kept (its artifact may still be missing: see the module's note)."""
-        try:
-            record = json.loads(self.record_path().read_text())
-        except (OSError, ValueError):
-            return None
-        return record if record.get("status") == "ok" else None
+        return read_ok_record(self.record_path())
 
 
 def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
