@@ -1,6 +1,8 @@
 """The across-tasks chapter's aggregation: fusion table and heatmap, Hyperformer rows, ablation, low resource,
 few-shot, verdicts, costs (records shaped as our runs write them)."""
 
+import shutil
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,7 +16,7 @@ from adaptstudy.reporting.across.fusion import tables as fu
 from adaptstudy.reporting.across.hyperformer import claims as hyc
 from adaptstudy.reporting.across.hyperformer import search
 from adaptstudy.reporting.across.hyperformer import tables as hy
-from adaptstudy.reporting.common import costs, load_runs, run_costs
+from adaptstudy.reporting.common import costs, load_runs, run_costs, spent
 from adaptstudy.reporting.evidence import Arm, contrast
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config
 from adaptstudy.runs.multitask_config import MultiTaskConfig
@@ -272,18 +274,28 @@ def test_the_chapter_has_no_ours_where_no_study_ran(tmp_path):
     }
 
 
-def test_costs_count_every_run_of_both_studies(tmp_path, fusion_run, multi_run):
+def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path, fusion_run, multi_run):
     for seed in range(2):
         fusion_run(tmp_path / "fusion", "rte", "fusion", seed, 60, train_runtime_s=10.0, eval_runtime_s=2.0)
-    multi_run(tmp_path / "hyper", hy.GLUE5, "hyperformer++", 0, [80.0] * 5)
-    fusion, hyper = fusion_runs(tmp_path / "fusion"), hyper_runs(tmp_path / "hyper")
-    spent = pd.concat([run_costs(fusion, "fusion"), run_costs(hyper, "hyperformer", "label")], ignore_index=True)
-    table = costs(spent).set_index(["study", "method"])
+    multi_run(tmp_path / "search", hy.GLUE5, "hyperformer++", 0, [80.0] * 5)
+    (tmp_path / "hyper").mkdir()
+    for record in (tmp_path / "search").glob("*.json"):  # stage 1 reuses the search's run of the same config
+        shutil.copy(record, tmp_path / "hyper")
+    multi_run(tmp_path / "hyper", hy.GLUE5, "hyperformer", 0, [70.0] * 5)
+    hyper = hyper_runs(tmp_path / "hyper")
+    rows = spent(
+        run_costs(fusion_runs(tmp_path / "fusion"), "fusion"),
+        run_costs(hyper_runs(tmp_path / "search"), "hyperformer search", "label"),
+        run_costs(hyper, "hyperformer", "label"),
+    )
+    table = costs(rows).set_index(["study", "method"])
     assert table.loc[("fusion", "fusion"), "runs"] == 2 and table.loc[("fusion", "fusion"), "train_s"] == 20.0
     assert table.loc[("fusion", "fusion"), "eval_s"] == 4.0
-    assert table.loc[("hyperformer", "hyperformer++"), "eval_s"] == 0.0  # no evaluation time in its record
+    assert table.loc[("hyperformer search", "hyperformer++"), "eval_s"] == 0.0  # no evaluation time in its record
+    assert ("hyperformer", "hyperformer++") not in table.index  # paid for by the search, which is listed first
+    assert len(rows) == 4 and table.loc[("hyperformer", "hyperformer"), "runs"] == 1
     empty = run_costs(fusion_runs(tmp_path / "none"), "fusion")
-    assert costs(pd.concat([empty, run_costs(hyper, "hyperformer", "label")])).shape[0] == 1
+    assert costs(spent(empty, run_costs(hyper, "hyperformer", "label"))).shape[0] == 2
 
 
 # The fusion protocol: stage 1 trains the sources and chooses the rates on seed 0; stage 2 is generated from it.

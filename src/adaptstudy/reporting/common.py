@@ -271,24 +271,31 @@ def machines(runs: pd.DataFrame) -> str:
     return ", ".join(f"{n} {'' if kind == 'not recorded' else 'on '}{kind}" for kind, n in counts.items())
 
 
-COST_RUN_COLUMNS = ["study", "method", "train_runtime_s", "eval_runtime_s", "examples/s", "peak MB"]
+COST_RUN_COLUMNS = ["study", "method", "run_id", "train_runtime_s", "eval_runtime_s", "examples/s", "peak MB"]
 
 
 def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.DataFrame:
     """One row per run of `study` (named by its column `method`): training and evaluation seconds, examples per
     second, peak memory. The rows of a chapter's studies, concatenated, are what `study_cost` and `costs` sum."""
     if runs.empty:  # typed, so that concatenating it with another study's rows keeps their dtypes
-        return pd.DataFrame(columns=COST_RUN_COLUMNS).astype(dict.fromkeys(COST_RUN_COLUMNS[2:], float))
+        return pd.DataFrame(columns=COST_RUN_COLUMNS).astype(dict.fromkeys(COST_RUN_COLUMNS[3:], float))
     eval_s = runs["eval_runtime_s"].fillna(0.0) if "eval_runtime_s" in runs else 0.0
     rows = {
         "study": study,
         "method": runs[method],
+        "run_id": runs["run_id"],
         "train_runtime_s": runs["train_runtime_s"],
         "eval_runtime_s": eval_s,
         "examples/s": runs["train_examples_per_s"].where(~partly_timed(runs)),  # a partial time makes no speed
         "peak MB": runs["peak_rss_mb"],
     }
     return pd.DataFrame(rows, columns=COST_RUN_COLUMNS).reset_index(drop=True)
+
+
+def spent(*studies: pd.DataFrame) -> pd.DataFrame:
+    """The rows of several studies' `run_costs`, each run once: a study may reuse another's record (the same run id
+    is the same config, so it is not trained twice), and the run is paid for by the study listed first."""
+    return pd.concat(studies, ignore_index=True).drop_duplicates("run_id", keep="first", ignore_index=True)
 
 
 def costs(runs: pd.DataFrame) -> pd.DataFrame:
