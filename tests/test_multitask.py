@@ -1,6 +1,7 @@
 """Multi-task training: the paper's split rule on real GLUE data, temperature sampling, one task per batch."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -110,10 +111,10 @@ def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, t
         results_dir=str(tmp_path / "results"),
         **{**tiny, "num_train_epochs": 3, "eval_every_epochs": 2},
     )
-    record = run(config)  # trains and saves the source first
-    assert [p.name for p in (tmp_path / "results_sources").glob("*.json")] == [
-        f"{MultiTaskConfig(**source).run_id}.json"
-    ]
+    record = run(config)  # trains and saves the source first, its record beside the run's (a cell of the study)
+    assert sorted(p.name for p in (tmp_path / "results").glob("*.json")) == sorted(
+        [f"{MultiTaskConfig(**source).run_id}.json", f"{config.run_id}.json"]
+    )
     saved = MultiTaskConfig(**source).artifact_dir()
     assert (saved / "encoder.safetensors").is_file()
     model = build_multitask_model(config)
@@ -122,6 +123,11 @@ def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, t
     assert record["trainable_params"] == 64 + 3 * 384 + 3  # task embedding, CB's 3-way head
     assert record["train_examples"] == {"cb": 8}
     assert [row["epoch"] for row in record["history"]] == [2.0, 3.0]  # every 2 epochs, and after the last
+    kept = (tmp_path / "results" / f"{MultiTaskConfig(**source).run_id}.json").read_text()
+    shutil.rmtree(saved)  # a new clone: the source's record is committed, its artifact is not in the cache
+    run(config.model_copy(update={"seed": 1}))  # trains the source again, to the metrics of its record: kept
+    assert (saved / "encoder.safetensors").is_file()
+    assert (tmp_path / "results" / f"{MultiTaskConfig(**source).run_id}.json").read_text() == kept
     with pytest.raises(ConfigError, match="transfer is to new tasks"):
         validate(MultiTaskConfig, {"tasks": ["rte"], "method": "hyperformer++", "transfer_from": source})
 

@@ -84,7 +84,7 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
                 what=f"the source adapter of {task}",
             )
     if isinstance(config, MultiTaskConfig) and config.transfer_from is not None:
-        source = config.source().model_copy(update={"results_dir": str(results.with_name(f"{results.name}_sources"))})
+        source = config.source().model_copy(update={"results_dir": str(results)})  # a cell of the study: stage 1's
         yield Prerequisite(
             source,
             done=lambda: is_complete(source.artifact_dir()),
