@@ -277,6 +277,7 @@ def test_the_chapter_has_no_ours_where_no_study_ran(tmp_path):
 def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path, fusion_run, multi_run):
     for seed in range(2):
         fusion_run(tmp_path / "fusion", "rte", "fusion", seed, 60, train_runtime_s=10.0, eval_runtime_s=2.0)
+    mt_a = multi_run(tmp_path / "fusion", ["rte", "mrpc"], "task_adapters", 1, [60.0, 70.0])  # a column of 2 targets
     multi_run(tmp_path / "search", hy.GLUE5, "hyperformer++", 0, [80.0] * 5)
     (tmp_path / "hyper").mkdir()
     for record in (tmp_path / "search").glob("*.json"):  # stage 1 reuses the search's run of the same config
@@ -291,9 +292,11 @@ def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path
     table = costs(rows).set_index(["study", "method"])
     assert table.loc[("fusion", "fusion"), "runs"] == 2 and table.loc[("fusion", "fusion"), "train_s"] == 20.0
     assert table.loc[("fusion", "fusion"), "eval_s"] == 4.0
+    assert len(fusion_runs(tmp_path / "fusion")) == 4  # MT-A's run has a row per target in the table ...
+    assert table.loc[("fusion", "task_adapters"), ["runs", "train_s"]].tolist() == [1, mt_a["train_runtime_s"]]  # once
     assert table.loc[("hyperformer search", "hyperformer++"), "eval_s"] == 0.0  # no evaluation time in its record
     assert ("hyperformer", "hyperformer++") not in table.index  # paid for by the search, which is listed first
-    assert len(rows) == 4 and table.loc[("hyperformer", "hyperformer"), "runs"] == 1
+    assert len(rows) == 5 and table.loc[("hyperformer", "hyperformer"), "runs"] == 1
     empty = run_costs(fusion_runs(tmp_path / "none"), "fusion")
     assert costs(spent(empty, run_costs(hyper, "hyperformer", "label"))).shape[0] == 2
 
