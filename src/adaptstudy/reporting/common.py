@@ -293,9 +293,8 @@ def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.Data
 
 
 def spent(*studies: pd.DataFrame) -> pd.DataFrame:
-    """The rows of several studies' `run_costs`, each run once: a study may reuse another's record (the same run id
-    is the same config, so it is not trained twice; the study listed first pays), and a labelled frame may give one
-    run several rows (an MT-A run is a column of every target it reports)."""
+    """Several studies' `run_costs` rows, each run once: a run another study reused (same run id, same config) is
+    paid by the study listed first, and an MT-A run's row per target it reports counts once."""
     return pd.concat(studies, ignore_index=True).drop_duplicates("run_id", keep="first", ignore_index=True)
 
 
