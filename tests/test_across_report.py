@@ -278,6 +278,8 @@ def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path
     for seed in range(2):
         fusion_run(tmp_path / "fusion", "rte", "fusion", seed, 60, train_runtime_s=10.0, eval_runtime_s=2.0)
     mt_a = multi_run(tmp_path / "fusion", ["rte", "mrpc"], "task_adapters", 1, [60.0, 70.0])  # a column of 2 targets
+    retrained = [{"train_runtime_s": 30.0, "eval_runtime_s": 3.0}, {"train_runtime_s": 40.0}]  # two caches lacked it
+    fusion_run(tmp_path / "fusion", "rte", "pfeiffer", 0, 60, train_runtime_s=20.0, retrained=retrained)
     multi_run(tmp_path / "search", hy.GLUE5, "hyperformer++", 0, [80.0] * 5)
     (tmp_path / "hyper").mkdir()
     for record in (tmp_path / "search").glob("*.json"):  # stage 1 reuses the search's run of the same config
@@ -292,11 +294,12 @@ def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path
     table = costs(rows).set_index(["study", "method"])
     assert table.loc[("fusion", "fusion"), "runs"] == 2 and table.loc[("fusion", "fusion"), "train_s"] == 20.0
     assert table.loc[("fusion", "fusion"), "eval_s"] == 4.0
-    assert len(fusion_runs(tmp_path / "fusion")) == 4  # MT-A's run has a row per target in the table ...
+    assert table.loc[("fusion", "pfeiffer"), ["runs", "train_s", "eval_s"]].tolist() == [1, 90.0, 3.0]  # paid thrice
+    assert len(fusion_runs(tmp_path / "fusion")) == 5  # MT-A's run has a row per target in the table ...
     assert table.loc[("fusion", "task_adapters"), ["runs", "train_s"]].tolist() == [1, mt_a["train_runtime_s"]]  # once
     assert table.loc[("hyperformer search", "hyperformer++"), "eval_s"] == 0.0  # no evaluation time in its record
     assert ("hyperformer", "hyperformer++") not in table.index  # paid for by the search, which is listed first
-    assert len(rows) == 5 and table.loc[("hyperformer", "hyperformer"), "runs"] == 1
+    assert len(rows) == 6 and table.loc[("hyperformer", "hyperformer"), "runs"] == 1
     empty = run_costs(fusion_runs(tmp_path / "none"), "fusion")
     assert costs(spent(empty, run_costs(hyper, "hyperformer", "label"))).shape[0] == 2
 

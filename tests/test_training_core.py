@@ -307,7 +307,8 @@ def test_a_pretraining_named_by_its_settings_is_trained_once_before_the_runs_tha
 
 def test_a_prerequisite_whose_artifact_is_gone_trains_again_and_keeps_its_record_if_it_reproduces(tmp_path, data_dir):
     """Artifacts are cached per machine, records committed: a new clone retrains a fusion run's sources. Retraining
-    to the same metrics keeps the record (and the costs of the run that first reported); other metrics replace it."""
+    to the same metrics keeps the record (and the costs of the run that first reported, the retraining's listed under
+    `retrained`); other metrics replace it."""
     warmup = {"corpus": "task:rte", "mode": "head", "max_steps": 2, "learning_rate": 3e-3, **TINY_MLM}
     config = FinetuneConfig(**TINY, method="bitfit", init_from=warmup, results_dir=str(tmp_path / "r"))
     pretraining = PretrainConfig(**warmup)
@@ -323,7 +324,11 @@ def test_a_prerequisite_whose_artifact_is_gone_trains_again_and_keeps_its_record
 
     runner.ensure(config, tmp_path / "ckpt")
     first = json.loads(record_file.read_text())
-    assert retrain(first | {"finished_at": "kept"})["finished_at"] == "kept"
+    kept = retrain(first | {"finished_at": "kept"})
+    assert kept["finished_at"] == "kept" and kept["train_runtime_s"] == first["train_runtime_s"]
+    assert len(kept["retrained"]) == 1 and kept["retrained"][0]["train_runtime_s"] > 0
+    assert kept["retrained"][0]["finished_at"] not in ("kept", first["finished_at"])
+    assert len(retrain(kept)["retrained"]) == 2  # a third machine: both later trainings listed
     other = {**first["metrics"], "perplexity": first["metrics"]["perplexity"] + 1}
     replaced = retrain(first | {"finished_at": "kept", "metrics": other})
     assert replaced["finished_at"] != "kept" and replaced["metrics"] == first["metrics"]

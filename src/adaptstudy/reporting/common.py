@@ -24,7 +24,7 @@ from adaptstudy.reporting.published import published_frame
 from adaptstudy.runs.base import ConfigError, RunConfig
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.grid import describe_values, grid_configs
-from adaptstudy.runs.records import flatten, read_records, resolve_results_dir
+from adaptstudy.runs.records import flatten, read_records, resolve_results_dir, retrained_seconds
 
 SELECTION_SEED = 0  # learning rates (and Houlsby's best adapter size) are chosen on this seed's runs
 
@@ -284,8 +284,8 @@ def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.Data
         "study": study,
         "method": runs[method],
         "run_id": runs["run_id"],
-        "train_runtime_s": runs["train_runtime_s"],
-        "eval_runtime_s": eval_s,
+        "train_runtime_s": runs["train_runtime_s"] + retrained_seconds(runs["record"], "train_runtime_s"),
+        "eval_runtime_s": eval_s + retrained_seconds(runs["record"], "eval_runtime_s"),
         "examples/s": runs["train_examples_per_s"].where(~partly_timed(runs)),  # a partial time makes no speed
         "peak MB": runs["peak_rss_mb"],
     }

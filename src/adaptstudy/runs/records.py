@@ -159,6 +159,12 @@ def records_frame(results_dir: str | os.PathLike, status: str | None = "ok") -> 
     return flatten(read_records(results_dir, status))
 
 
+def retrained_seconds(records: pd.Series, field: str) -> pd.Series:
+    """Per record, the `field` seconds (training or evaluation) of the times it trained again to the same metrics (a
+    prerequisite whose artifact a machine's cache lacked: `retrained`, kept with the record); paid, so counted."""
+    return records.map(lambda record: sum(again.get(field) or 0.0 for again in record.get("retrained", [])))
+
+
 def flatten(records: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per record: its scalar fields, `metric.<name>` and `config.<name>` columns."""
     rows = []

@@ -7,7 +7,8 @@ A prerequisite's record goes where its own settings say, else: a pretraining's b
 a transfer source's in `<results_dir>_sources`. Its checkpoints go beside the run's, and are removed once done.
 Artifacts live in a per-machine cache, records in the project: a prerequisite whose record exists but whose artifact
 is gone (a new clone, another machine) is trained again, and its record stays as it was when the retrained metrics
-are the same (the same config and seed give the same metrics); where they differ, the new record replaces it.
+are the same (the same config and seed give the same metrics), the second training's cost listed under `retrained`;
+where they differ, the new record replaces it.
 """
 
 from __future__ import annotations
@@ -123,11 +124,19 @@ def same_metrics(before: dict[str, Any], after: dict[str, Any]) -> bool:
     )
 
 
+RETRAINED_FIELDS = ("train_runtime_s", "eval_runtime_s", "finished_at", "machine", "sessions")
+
+
 def keep_or_replace(kept: dict[str, Any], record: dict[str, Any], path: Path) -> None:
-    """After a prerequisite with a kept record trained again: keep that record where the metrics are the same (the
-    costs then stay those of the run that first reported), else write the new one, which made the artifact in use."""
+    """After a prerequisite with a kept record trained again: keep that record where the metrics are the same (its
+    costs stay those of the run that first reported; the second training's, paid too, join its `retrained` list,
+    which a chapter's cost counts), else write the new one, which made the artifact in use."""
     if same_metrics(kept["metrics"], record["metrics"]):
-        print(f"  {record['run_id']}: the same metrics as its record, which is kept", flush=True)
+        again = {k: record[k] for k in RETRAINED_FIELDS if k in record}
+        write_record({**kept, "retrained": [*kept.get("retrained", []), again]}, path.parent)
+        print(
+            f"  {record['run_id']}: the same metrics as its record, which is kept (cost under 'retrained')", flush=True
+        )
         return
     print(
         f"  WARNING {record['run_id']}: trained again to other metrics ({kept['metrics']} in its record, "
