@@ -15,7 +15,7 @@ from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.training.multitask import build_multitask_model, train_multitask
-from adaptstudy.training.runner import run
+from adaptstudy.training.runner import RETRAINED_FIELDS, run
 
 
 def test_small_tasks_split_validation_in_half_large_ones_hold_out_training_examples(data_dir):
@@ -123,11 +123,14 @@ def test_few_shot_transfer_trains_only_a_new_task_embedding_and_head(data_dir, t
     assert record["trainable_params"] == 64 + 3 * 384 + 3  # task embedding, CB's 3-way head
     assert record["train_examples"] == {"cb": 8}
     assert [row["epoch"] for row in record["history"]] == [2.0, 3.0]  # every 2 epochs, and after the last
-    kept = (tmp_path / "results" / f"{MultiTaskConfig(**source).run_id}.json").read_text()
+    source_record = tmp_path / "results" / f"{MultiTaskConfig(**source).run_id}.json"
+    kept = json.loads(source_record.read_text())
     shutil.rmtree(saved)  # a new clone: the source's record is committed, its artifact is not in the cache
     run(config.model_copy(update={"seed": 1}))  # trains the source again, to the metrics of its record: kept
     assert (saved / "encoder.safetensors").is_file()
-    assert (tmp_path / "results" / f"{MultiTaskConfig(**source).run_id}.json").read_text() == kept
+    again = json.loads(source_record.read_text())
+    assert {k: v for k, v in again.items() if k != "retrained"} == kept  # with the second training's cost beside it
+    assert [sorted(r) for r in again["retrained"]] == [sorted(RETRAINED_FIELDS)]
     with pytest.raises(ConfigError, match="transfer is to new tasks"):
         validate(MultiTaskConfig, {"tasks": ["rte"], "method": "hyperformer++", "transfer_from": source})
 
