@@ -234,15 +234,20 @@ def test_the_recipe_names_each_schedule_with_its_tasks(tmp_path, run):
     )
 
 
-def test_the_chapter_cost_counts_the_pretraining_with_the_fine_tuning(tmp_path, fake_record):
+def test_the_chapter_cost_counts_the_pretraining_with_the_fine_tuning_and_its_retraining(tmp_path, fake_record):
     fine, pretraining = tmp_path / "dsp", tmp_path / "dsp_pretrain"
     for seed in (0, 1):
         config = FinetuneConfig(task="helpfulness", method="full", seed=seed, init_from=DAPT)
         fake_record(config, 60.0, folder=fine, train_runtime_s=1800.0, eval_runtime_s=0.0)
+    again = [{"train_runtime_s": 1800.0, "eval_runtime_s": 36.0}]  # a second machine's cache lacked the weights
     fake_record(PretrainConfig(**DAPT), 30.0, folder=pretraining, train_runtime_s=3600.0, eval_runtime_s=0.0)
     cost = dr.chapter_cost(dr.label_runs(load_runs(fine)), dr.label_pretraining(load_runs(pretraining)))
-    assert cost.startswith("3 runs: 2.00 h of training")
+    assert cost.startswith("3 runs: 2.00 h of training and 0.00 h of evaluation")
     assert "budget of about 5 h" in cost and cost.endswith("Of the training, 1.00 h were masked-LM pretraining.")
+    fake_record(PretrainConfig(**DAPT), 30.0, folder=pretraining, train_runtime_s=3600.0, retrained=again)
+    cost = dr.chapter_cost(dr.label_runs(load_runs(fine)), dr.label_pretraining(load_runs(pretraining)))
+    assert cost.startswith("3 runs: 2.50 h of training and 0.01 h of evaluation")
+    assert cost.endswith("Of the training, 1.50 h were masked-LM pretraining.")
 
 
 def test_pretraining_tables_tell_tapt_from_dapt_plus_tapt(tmp_path, fake_record):

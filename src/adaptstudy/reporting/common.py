@@ -24,7 +24,7 @@ from adaptstudy.reporting.published import published_frame
 from adaptstudy.runs.base import ConfigError, RunConfig
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.grid import describe_values, grid_configs
-from adaptstudy.runs.records import flatten, read_records, resolve_results_dir, retrained_seconds
+from adaptstudy.runs.records import flatten, paid_seconds, read_records, resolve_results_dir
 
 SELECTION_SEED = 0  # learning rates (and Houlsby's best adapter size) are chosen on this seed's runs
 
@@ -230,12 +230,11 @@ def scale_note(runs: pd.DataFrame, scored_on: str = "the dev set") -> str:
 
 
 def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
-    """One sentence: how many runs, and the training and evaluation hours they took on this machine, against the
-    chapter's budget."""
+    """One sentence: how many runs (`load_runs` or `run_costs` rows), and the training and evaluation hours they took
+    (retraining included), against the chapter's budget."""
     if runs.empty:
         return "No runs yet."
-    train_h = runs["train_runtime_s"].sum() / 3600
-    eval_h = runs["eval_runtime_s"].sum() / 3600 if "eval_runtime_s" in runs else 0.0
+    train_h, eval_h = (paid_seconds(runs, field).sum() / 3600 for field in ("train_runtime_s", "eval_runtime_s"))
     partial = partly_timed(runs).sum()
     return (
         f"{len(runs)} runs: {train_h:.2f} h of training and {eval_h:.2f} h of evaluation ({train_h + eval_h:.2f} h on "
@@ -279,13 +278,12 @@ def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.Data
     second, peak memory. The rows of a chapter's studies, concatenated, are what `study_cost` and `costs` sum."""
     if runs.empty:  # typed, so that concatenating it with another study's rows keeps their dtypes
         return pd.DataFrame(columns=COST_RUN_COLUMNS).astype(dict.fromkeys(COST_RUN_COLUMNS[3:], float))
-    eval_s = runs["eval_runtime_s"].fillna(0.0) if "eval_runtime_s" in runs else 0.0
     rows = {
         "study": study,
         "method": runs[method],
         "run_id": runs["run_id"],
-        "train_runtime_s": runs["train_runtime_s"] + retrained_seconds(runs["record"], "train_runtime_s"),
-        "eval_runtime_s": eval_s + retrained_seconds(runs["record"], "eval_runtime_s"),
+        "train_runtime_s": paid_seconds(runs, "train_runtime_s"),
+        "eval_runtime_s": paid_seconds(runs, "eval_runtime_s"),
         "examples/s": runs["train_examples_per_s"].where(~partly_timed(runs)),  # a partial time makes no speed
         "peak MB": runs["peak_rss_mb"],
     }

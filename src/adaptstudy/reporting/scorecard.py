@@ -19,6 +19,7 @@ from adaptstudy.reporting.houlsby import claims as houlsby_claims
 from adaptstudy.reporting.houlsby import tables as houlsby_tables
 from adaptstudy.reporting.peft import claims as peft_claims
 from adaptstudy.reporting.peft import tables as peft_tables
+from adaptstudy.runs.records import paid_seconds
 
 PAGES = {  # chapter (a claim key's first part) -> the book page that judges it
     "houlsby": "06_analysis_houlsby",
@@ -48,9 +49,9 @@ def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFra
     ]
     seconds = pd.concat(
         [
-            r[["run_id", "train_runtime_s", "eval_runtime_s"]]
+            r[["run_id"]].assign(**{field: paid_seconds(r, field) for field in ("train_runtime_s", "eval_runtime_s")})
             for r in (houlsby, peft, dsp_runs, fusion_runs, hyper)
-            if not r.empty and "eval_runtime_s" in r
+            if not r.empty
         ]
     )
     return verdicts, seconds

@@ -159,10 +159,15 @@ def records_frame(results_dir: str | os.PathLike, status: str | None = "ok") -> 
     return flatten(read_records(results_dir, status))
 
 
-def retrained_seconds(records: pd.Series, field: str) -> pd.Series:
-    """Per record, the `field` seconds (training or evaluation) of the times it trained again to the same metrics (a
-    prerequisite whose artifact a machine's cache lacked: `retrained`, kept with the record); paid, so counted."""
-    return records.map(lambda record: sum(again.get(field) or 0.0 for again in record.get("retrained", [])))
+def paid_seconds(runs: pd.DataFrame, field: str) -> pd.Series:
+    """Per run, every second of `field` (`train_runtime_s` or `eval_runtime_s`) it cost: its record's, plus those of
+    the times it trained again to the same metrics (a prerequisite whose artifact a machine's cache lacked: the
+    record's `retrained` list; rows without records, such as `run_costs`', count their own). Cost tables sum these;
+    a speed reads the record's own seconds."""
+    own = runs[field].fillna(0.0) if field in runs else pd.Series(0.0, runs.index)
+    if "record" not in runs:
+        return own
+    return own + runs["record"].map(lambda record: sum(r.get(field) or 0.0 for r in record.get("retrained", [])))
 
 
 def flatten(records: list[dict[str, Any]]) -> pd.DataFrame:

@@ -28,6 +28,7 @@ from adaptstudy.reporting.published import (
     GURURANGAN_2020,
     published_frame,
 )
+from adaptstudy.runs.records import paid_seconds
 
 CORPUS_DOMAIN = {"reviews": "Reviews", "news": "News"}  # our DAPT corpora and the paper's domain names
 CONTROL_CORPUS = "neutral"
@@ -271,7 +272,8 @@ def chapter_cost(runs: pd.DataFrame, pretrain_runs: pd.DataFrame) -> str:
     cost = study_cost(pd.concat([runs, pretrain_runs], ignore_index=True), BUDGET_H)
     if pretrain_runs.empty:
         return cost
-    return cost + f" Of the training, {pretrain_runs['train_runtime_s'].sum() / 3600:.2f} h were masked-LM pretraining."
+    pretraining_h = paid_seconds(pretrain_runs, "train_runtime_s").sum() / 3600
+    return cost + f" Of the training, {pretraining_h:.2f} h were masked-LM pretraining."
 
 
 def recipe_note(runs: pd.DataFrame, pretrain_runs: pd.DataFrame) -> str:
