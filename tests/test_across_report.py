@@ -10,13 +10,14 @@ import yaml
 
 from adaptstudy.data import load_task
 from adaptstudy.launch.sweep import plan as sweep_plan
+from adaptstudy.reporting.across.cost import half_costs
 from adaptstudy.reporting.across.fusion import attention as fa
 from adaptstudy.reporting.across.fusion import plan
 from adaptstudy.reporting.across.fusion import tables as fu
 from adaptstudy.reporting.across.hyperformer import claims as hyc
 from adaptstudy.reporting.across.hyperformer import search
 from adaptstudy.reporting.across.hyperformer import tables as hy
-from adaptstudy.reporting.common import costs, load_runs, run_costs, spent
+from adaptstudy.reporting.common import costs, load_runs, run_costs, spent, study_cost
 from adaptstudy.reporting.evidence import Arm, contrast
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config
 from adaptstudy.runs.multitask_config import MultiTaskConfig
@@ -276,7 +277,10 @@ def test_the_chapter_has_no_ours_where_no_study_ran(tmp_path):
 
 def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path, fusion_run, multi_run):
     for seed in range(2):
-        fusion_run(tmp_path / "fusion", "rte", "fusion", seed, 60, train_runtime_s=10.0, eval_runtime_s=2.0)
+        machine = {"cpu_capability": "AVX512"}
+        fusion_run(
+            tmp_path / "fusion", "rte", "fusion", seed, 60, train_runtime_s=10.0, eval_runtime_s=2.0, machine=machine
+        )
     mt_a = multi_run(tmp_path / "fusion", ["rte", "mrpc"], "task_adapters", 1, [60.0, 70.0])  # a column of 2 targets
     retrained = [{"train_runtime_s": 30.0, "eval_runtime_s": 3.0}, {"train_runtime_s": 40.0}]  # two caches lacked it
     fusion_run(tmp_path / "fusion", "rte", "pfeiffer", 0, 60, train_runtime_s=20.0, retrained=retrained)
@@ -300,6 +304,13 @@ def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path
     assert table.loc[("hyperformer search", "hyperformer++"), "eval_s"] == 0.0  # no evaluation time in its record
     assert ("hyperformer", "hyperformer++") not in table.index  # paid for by the search, which is listed first
     assert len(rows) == 6 and table.loc[("hyperformer", "hyperformer"), "runs"] == 1
+    assert study_cost(rows, 12).endswith("Machines: 4 not recorded, 2 on AVX512.")  # each run once, retraining paid
+    assert study_cost(rows, 12).startswith(f"6 runs: {(table['train_s'].sum()) / 3600:.2f} h of training")
+    fusion_half, hyper_half = half_costs(rows).split("\n\n")
+    assert fusion_half.startswith(
+        f"**AdapterFusion** (fusion): 4 runs: {(20 + 90 + mt_a['train_runtime_s']) / 3600:.2f} h"
+    )
+    assert hyper_half.startswith("**Hyperformer** (hyperformer search, hyperformer): 2 runs: ")
     empty = run_costs(fusion_runs(tmp_path / "none"), "fusion")
     assert costs(spent(empty, run_costs(hyper, "hyperformer", "label"))).shape[0] == 2
 

@@ -231,21 +231,21 @@ def scale_note(runs: pd.DataFrame, scored_on: str = "the dev set") -> str:
 
 def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
     """One sentence: how many runs (`load_runs` or `run_costs` rows), and the training and evaluation hours they took
-    (retraining included), against the chapter's budget."""
+    (retraining included), against the budget of its chapter (or part)."""
     if runs.empty:
         return "No runs yet."
     train_h, eval_h = (paid_seconds(runs, field).sum() / 3600 for field in ("train_runtime_s", "eval_runtime_s"))
     partial = partly_timed(runs).sum()
     return (
         f"{len(runs)} runs: {train_h:.2f} h of training and {eval_h:.2f} h of evaluation ({train_h + eval_h:.2f} h on "
-        f"2 CPU cores against the chapter's budget of about {budget_h:g} h; model loading not counted)."
+        f"2 CPU cores against a budget of about {budget_h:g} h; model loading not counted)."
         + (
             f" {partial} of the runs were resumed before records kept the seconds before a resume: their training "
             "time counts only the part after it, so the hours are a lower bound."
             if partial
             else ""
         )
-        + (f" Machines: {machines(runs)}." if "record" in runs else "")
+        + (f" Machines: {machines(runs)}." if {"record", "cpu"} & set(runs) else "")
     )
 
 
@@ -263,21 +263,21 @@ def cpu_kind(record: dict) -> str | None:
 
 
 def machines(runs: pd.DataFrame) -> str:
-    """How many runs trained on each kind of machine, from the `machine` of their records: '40 on AVX2, 3 on
-    AVX512, 2 not recorded'."""
-    kinds = runs["record"].map(lambda r: cpu_kind(r) or "not recorded")
-    counts = kinds.value_counts()
+    """How many runs trained on each kind of machine, from the `machine` of their records (`run_costs` rows: their
+    `cpu`): '40 on AVX2, 3 on AVX512, 2 not recorded'."""
+    kinds = runs["cpu"] if "cpu" in runs else runs["record"].map(cpu_kind)
+    counts = kinds.fillna("not recorded").value_counts()
     return ", ".join(f"{n} {'' if kind == 'not recorded' else 'on '}{kind}" for kind, n in counts.items())
 
 
-COST_RUN_COLUMNS = ["study", "method", "run_id", "train_runtime_s", "eval_runtime_s", "examples/s", "peak MB"]
+COST_RUN_COLUMNS = ["study", "method", "run_id", "train_runtime_s", "eval_runtime_s", "examples/s", "peak MB", "cpu"]
 
 
 def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.DataFrame:
     """One row per run of `study` (named by its column `method`): training and evaluation seconds, examples per
     second, peak memory. The rows of a chapter's studies, concatenated, are what `study_cost` and `costs` sum."""
     if runs.empty:  # typed, so that concatenating it with another study's rows keeps their dtypes
-        return pd.DataFrame(columns=COST_RUN_COLUMNS).astype(dict.fromkeys(COST_RUN_COLUMNS[3:], float))
+        return pd.DataFrame(columns=COST_RUN_COLUMNS).astype(dict.fromkeys(COST_RUN_COLUMNS[3:-1], float))
     rows = {
         "study": study,
         "method": runs[method],
@@ -286,6 +286,7 @@ def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.Data
         "eval_runtime_s": paid_seconds(runs, "eval_runtime_s"),
         "examples/s": runs["train_examples_per_s"].where(~partly_timed(runs)),  # a partial time makes no speed
         "peak MB": runs["peak_rss_mb"],
+        "cpu": runs["record"].map(cpu_kind),
     }
     return pd.DataFrame(rows, columns=COST_RUN_COLUMNS).reset_index(drop=True)
 
