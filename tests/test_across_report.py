@@ -17,7 +17,8 @@ from adaptstudy.reporting.across.fusion import tables as fu
 from adaptstudy.reporting.across.hyperformer import claims as hyc
 from adaptstudy.reporting.across.hyperformer import search
 from adaptstudy.reporting.across.hyperformer import tables as hy
-from adaptstudy.reporting.common import costs, load_runs, run_costs, spent, study_cost
+from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.costs import costs, run_costs, spent, study_cost
 from adaptstudy.reporting.evidence import Arm, contrast
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config
 from adaptstudy.runs.multitask_config import MultiTaskConfig
@@ -313,6 +314,16 @@ def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path
     assert hyper_half.startswith("**Hyperformer** (hyperformer search, hyperformer): 2 runs: ")
     empty = run_costs(fusion_runs(tmp_path / "none"), "fusion")
     assert costs(spent(empty, run_costs(hyper, "hyperformer", "label"))).shape[0] == 2
+
+
+def test_a_run_two_studies_share_is_paid_once_by_the_copy_that_paid_most():
+    """A copy that replaced the other (trained again to other metrics) lists that training under `retrained`, so it
+    paid more: it holds every training of the run. Equal copies go to the study listed first."""
+    search = pd.DataFrame({"study": "search", "run_id": ["x", "y"], "train_runtime_s": [1722.0, 5.0]})
+    report = pd.DataFrame({"study": "report", "run_id": ["x", "y", "z"], "train_runtime_s": [4503.0, 5.0, 1.0]})
+    rows = spent(search, report)
+    assert list(zip(rows["study"], rows["run_id"])) == [("search", "y"), ("report", "x"), ("report", "z")]
+    assert rows["train_runtime_s"].sum() == 4509.0
 
 
 # The fusion protocol: stage 1 trains the sources and chooses the rates on seed 0; stage 2 is generated from it.

@@ -11,11 +11,9 @@ from adaptstudy.reporting.common import (
     grid_edge,
     load_runs,
     mean_sd,
-    partly_timed,
-    run_costs,
     scale_note,
-    study_cost,
 )
+from adaptstudy.reporting.costs import partly_timed, run_costs, study_cost
 from adaptstudy.reporting.evidence import VERDICTS
 from adaptstudy.reporting.published import HOULSBY_2019
 from adaptstudy.reporting.selection import grid_edge_note, precision_by, precision_by_stage

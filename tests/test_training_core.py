@@ -308,7 +308,7 @@ def test_a_pretraining_named_by_its_settings_is_trained_once_before_the_runs_tha
 def test_a_prerequisite_whose_artifact_is_gone_trains_again_and_keeps_its_record_if_it_reproduces(tmp_path, data_dir):
     """Artifacts are cached per machine, records committed: a new clone retrains a fusion run's sources. Retraining
     to the same metrics keeps the record (and the costs of the run that first reported, the retraining's listed under
-    `retrained`); other metrics replace it."""
+    `retrained`); other metrics replace it, the replaced training listed with its costs and scores."""
     warmup = {"corpus": "task:rte", "mode": "head", "max_steps": 2, "learning_rate": 3e-3, **TINY_MLM}
     config = FinetuneConfig(**TINY, method="bitfit", init_from=warmup, results_dir=str(tmp_path / "r"))
     pretraining = PretrainConfig(**warmup)
@@ -328,10 +328,14 @@ def test_a_prerequisite_whose_artifact_is_gone_trains_again_and_keeps_its_record
     assert kept["finished_at"] == "kept" and kept["train_runtime_s"] == first["train_runtime_s"]
     assert len(kept["retrained"]) == 1 and kept["retrained"][0]["train_runtime_s"] > 0
     assert kept["retrained"][0]["finished_at"] not in ("kept", first["finished_at"])
-    assert len(retrain(kept)["retrained"]) == 2  # a third machine: both later trainings listed
+    twice = retrain(kept)
+    assert len(twice["retrained"]) == 2  # a third machine: both later trainings listed
     other = {**first["metrics"], "perplexity": first["metrics"]["perplexity"] + 1}
-    replaced = retrain(first | {"finished_at": "kept", "metrics": other})
+    replaced = retrain(twice | {"metrics": other})
     assert replaced["finished_at"] != "kept" and replaced["metrics"] == first["metrics"]
+    assert [r["finished_at"] for r in replaced["retrained"][:2]] == [r["finished_at"] for r in twice["retrained"]]
+    assert replaced["retrained"][2]["finished_at"] == "kept" and replaced["retrained"][2]["metrics"] == other
+    assert replaced["retrained"][2]["train_runtime_s"] == first["train_runtime_s"]  # three trainings before, all paid
     assert runner.same_metrics({"stsb/pearson": 83.83788466453552}, {"stsb/pearson": 83.837890625})  # float32's
     assert not runner.same_metrics({"a": 83.8}, {"a": 83.9}) and not runner.same_metrics({"a": 1.0}, {"b": 1.0})
 

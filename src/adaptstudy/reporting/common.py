@@ -24,7 +24,7 @@ from adaptstudy.reporting.published import published_frame
 from adaptstudy.runs.base import ConfigError, RunConfig
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.grid import describe_values, grid_configs
-from adaptstudy.runs.records import flatten, paid_seconds, read_records, resolve_results_dir
+from adaptstudy.runs.records import flatten, read_records, resolve_results_dir
 
 SELECTION_SEED = 0  # learning rates (and Houlsby's best adapter size) are chosen on this seed's runs
 
@@ -226,89 +226,6 @@ def scale_note(runs: pd.DataFrame, scored_on: str = "the dev set") -> str:
         f"Ours: {len(runs)} runs on {backbones}, {span(seeds)} seed(s) per cell, "
         f"{span(runs['config.num_train_epochs'])} epochs{updates}, "
         f"max_seq_length {runs['config.max_seq_length'].max()}, on {devices}; metrics on {scored_on}."
-    )
-
-
-def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
-    """One sentence: how many runs (`load_runs` or `run_costs` rows), and the training and evaluation hours they took
-    (retraining included), against the budget of its chapter (or part)."""
-    if runs.empty:
-        return "No runs yet."
-    train_h, eval_h = (paid_seconds(runs, field).sum() / 3600 for field in ("train_runtime_s", "eval_runtime_s"))
-    partial = partly_timed(runs).sum()
-    return (
-        f"{len(runs)} runs: {train_h:.2f} h of training and {eval_h:.2f} h of evaluation ({train_h + eval_h:.2f} h on "
-        f"2 CPU cores against a budget of about {budget_h:g} h; model loading not counted)."
-        + (
-            f" {partial} of the runs were resumed before records kept the seconds before a resume: their training "
-            "time counts only the part after it, so the hours are a lower bound."
-            if partial
-            else ""
-        )
-        + (f" Machines: {machines(runs)}." if {"record", "cpu"} & set(runs) else "")
-    )
-
-
-def partly_timed(runs: pd.DataFrame) -> pd.Series:
-    """Runs whose `train_runtime_s` covers only the steps after a resume: resumed, by a version that did not carry
-    the seconds of the earlier sessions over (no `train_runtime_covers`, or not "whole run")."""
-    resumed = runs["resumed_from_step"].notna() if "resumed_from_step" in runs else pd.Series(False, runs.index)
-    covers = runs["train_runtime_covers"] if "train_runtime_covers" in runs else pd.Series(None, runs.index)
-    return resumed & (covers != "whole run")
-
-
-def cpu_kind(record: dict) -> str | None:
-    """The CPU kernels torch picked for a run (AVX2, AVX512, ...); None where the record predates the field."""
-    return (record.get("machine") or {}).get("cpu_capability")
-
-
-def machines(runs: pd.DataFrame) -> str:
-    """How many runs trained on each kind of machine, from the `machine` of their records (`run_costs` rows: their
-    `cpu`): '40 on AVX2, 3 on AVX512, 2 not recorded'."""
-    kinds = runs["cpu"] if "cpu" in runs else runs["record"].map(cpu_kind)
-    counts = kinds.fillna("not recorded").value_counts()
-    return ", ".join(f"{n} {'' if kind == 'not recorded' else 'on '}{kind}" for kind, n in counts.items())
-
-
-COST_RUN_COLUMNS = ["study", "method", "run_id", "train_runtime_s", "eval_runtime_s", "examples/s", "peak MB", "cpu"]
-
-
-def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.DataFrame:
-    """One row per run of `study` (named by its column `method`): training and evaluation seconds, examples per
-    second, peak memory. The rows of a chapter's studies, concatenated, are what `study_cost` and `costs` sum."""
-    if runs.empty:  # typed, so that concatenating it with another study's rows keeps their dtypes
-        return pd.DataFrame(columns=COST_RUN_COLUMNS).astype(dict.fromkeys(COST_RUN_COLUMNS[3:-1], float))
-    rows = {
-        "study": study,
-        "method": runs[method],
-        "run_id": runs["run_id"],
-        "train_runtime_s": paid_seconds(runs, "train_runtime_s"),
-        "eval_runtime_s": paid_seconds(runs, "eval_runtime_s"),
-        "examples/s": runs["train_examples_per_s"].where(~partly_timed(runs)),  # a partial time makes no speed
-        "peak MB": runs["peak_rss_mb"],
-        "cpu": runs["record"].map(cpu_kind),
-    }
-    return pd.DataFrame(rows, columns=COST_RUN_COLUMNS).reset_index(drop=True)
-
-
-def spent(*studies: pd.DataFrame) -> pd.DataFrame:
-    """Several studies' `run_costs` rows, each run once: a run another study reused (same run id, same config) is
-    paid by the study listed first, and an MT-A run's row per target it reports counts once."""
-    return pd.concat(studies, ignore_index=True).drop_duplicates("run_id", keep="first", ignore_index=True)
-
-
-def costs(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per study and method (rows of `run_costs`): runs, seconds in all, median examples per second, peak memory."""
-    return (
-        runs.groupby(["study", "method"])
-        .agg(
-            runs=("train_runtime_s", "size"),
-            train_s=("train_runtime_s", "sum"),
-            eval_s=("eval_runtime_s", "sum"),
-            examples_per_s=("examples/s", "median"),
-            peak_mb=("peak MB", "max"),
-        )
-        .reset_index()
     )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.reporting.common import SELECTION_SEED, cpu_kind
+from adaptstudy.reporting.common import SELECTION_SEED
+from adaptstudy.reporting.costs import cpu_kind
 
 
 def grid_edge_note(chosen: pd.DataFrame, name, listed: int = 8) -> str:

@@ -161,8 +161,8 @@ def records_frame(results_dir: str | os.PathLike, status: str | None = "ok") -> 
 
 def paid_seconds(runs: pd.DataFrame, field: str) -> pd.Series:
     """Per run, every second of `field` (`train_runtime_s` or `eval_runtime_s`) it cost: its record's, plus those of
-    the times it trained again to the same metrics (a prerequisite whose artifact a machine's cache lacked: the
-    record's `retrained` list; rows without records, such as `run_costs`', count their own). Cost tables sum these;
+    its other trainings (a prerequisite whose artifact a machine's cache lacked, trained again: the record's
+    `retrained` list; rows without records, such as `run_costs`', count their own). Cost tables sum these;
     a speed reads the record's own seconds."""
     own = runs[field].fillna(0.0) if field in runs else pd.Series(0.0, runs.index)
     if "record" not in runs:

@@ -8,7 +8,8 @@ a transfer source's in `<results_dir>_sources`. Its checkpoints go beside the ru
 Artifacts live in a per-machine cache, records in the project: a prerequisite whose record exists but whose artifact
 is gone (a new clone, another machine) is trained again, and its record stays as it was when the retrained metrics
 are the same (the same config and seed give the same metrics), the second training's cost listed under `retrained`;
-where they differ, the new record replaces it.
+where they differ (bf16 kernels differ between processors), the new record replaces it and lists the earlier training
+under `retrained` with its scores.
 """
 
 from __future__ import annotations
@@ -125,15 +126,18 @@ def same_metrics(before: dict[str, Any], after: dict[str, Any]) -> bool:
 
 
 RETRAINED_FIELDS = ("train_runtime_s", "eval_runtime_s", "finished_at", "machine", "sessions")
+REPLACED_FIELDS = ("metrics", "validation_metrics", "selection_metrics", "main_metric_value")
 
 
 def keep_or_replace(kept: dict[str, Any], record: dict[str, Any], path: Path) -> None:
     """After a prerequisite with a kept record trained again: keep that record where the metrics are the same (its
     costs stay those of the run that first reported; the second training's, paid too, join its `retrained` list,
-    which a chapter's cost counts), else write the new one, which made the artifact in use."""
+    which a chapter's cost counts), else write the new one, which made the artifact in use, with the replaced
+    training (its costs and scores) joining the same list: every training of a run stays paid and in sight."""
+    earlier = kept.get("retrained", [])
     if same_metrics(kept["metrics"], record["metrics"]):
         again = {k: record[k] for k in RETRAINED_FIELDS if k in record}
-        write_record({**kept, "retrained": [*kept.get("retrained", []), again]}, path.parent)
+        write_record({**kept, "retrained": [*earlier, again]}, path.parent)
         print(
             f"  {record['run_id']}: the same metrics as its record, which is kept (cost under 'retrained')", flush=True
         )
@@ -143,7 +147,8 @@ def keep_or_replace(kept: dict[str, Any], record: dict[str, Any], path: Path) ->
         f"{record['metrics']} now); the new record replaces it, as the artifact in use is the new run's",
         flush=True,
     )
-    write_record(record, path.parent)
+    replaced = {k: kept[k] for k in (*RETRAINED_FIELDS, *REPLACED_FIELDS) if k in kept}
+    write_record({**record, "retrained": [*earlier, replaced]}, path.parent)
 
 
 def prerequisite_waves(configs: list[RunConfig]) -> list[list[tuple[RunConfig, RunConfig]]]:

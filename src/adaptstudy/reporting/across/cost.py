@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.reporting.common import study_cost
+from adaptstudy.reporting.costs import study_cost
 
 HALVES = {"AdapterFusion": ("fusion",), "Hyperformer": ("hyperformer search", "hyperformer")}
 BUDGET_H = 6

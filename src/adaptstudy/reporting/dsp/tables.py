@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from adaptstudy.reporting.baselines import FLAG_NOTE, flagged, learned_nothing, record_baseline
-from adaptstudy.reporting.common import mean_sd, span, study_cost
+from adaptstudy.reporting.common import mean_sd, span
+from adaptstudy.reporting.costs import study_cost
 from adaptstudy.reporting.published import (
     DSP_CONDITIONS,
     DSP_DOMAINS,

@@ -19,8 +19,8 @@ from adaptstudy.reporting.common import (
     chosen_on,
     config_column,
     format_mean_sd,
-    partly_timed,
 )
+from adaptstudy.reporting.costs import partly_timed
 from adaptstudy.reporting.published import (
     HOULSBY_2019,
     HOULSBY_HUB_COPIES,
