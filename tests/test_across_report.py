@@ -462,6 +462,10 @@ def test_few_shot_cells_at_chance_are_flagged_and_left_out_of_the_verdict(tmp_pa
     assert shots.loc[("imdb", 4), "ours hyperformer++"].endswith("⚠3")
     assert not shots.loc[("imdb", 32), "ours hyperformer++"].endswith("⚠3")
     few = {v.claim.key: v for v in hyc.verdicts(runs)}["hyperformer.few-shot"]
-    assert few.detail == "left out, a run at chance: imdb k=4 (hyperformer++ transfer, st-adapters)"
-    why = few.judgements[0].why  # the cells not run (k = 16, 100, ...) still make it not testable; k = 4 is not one
+    assert few.detail == (
+        "left out, a run at chance: imdb k=4 (hyperformer++ transfer, st-adapters); "
+        "not in the grid: imdb k=500, imdb k=1000, cb k=100"
+    )
+    why = few.judgements[0].why  # the grid's cells not run (k = 16, 100, ...) make it not testable; k = 4 is not one
     assert "imdb k=16 (0)" in why and "imdb k=4 " not in why and "imdb k=32" not in why
+    assert "k=500" not in why  # a published cell the grid never runs would leave the claim not testable for good

@@ -102,10 +102,18 @@ def test_the_record_says_fp16_when_a_t4_trained_in_it(gpu, tmp_path):
     assert (record["device"], record["precision_used"]) == ("cuda", "fp16")
 
 
-@pytest.mark.parametrize("flags, used", [({"avx2", "fma"}, "fp32"), ({"avx512f", "avx512_bf16"}, "bf16")])
-def test_auto_on_a_cpu_is_bf16_only_where_native(monkeypatch, flags, used):
+@pytest.mark.parametrize(
+    "flags, speedup, used",
+    [
+        ({"avx2", "fma"}, 2.0, "fp32"),
+        ({"avx512f", "avx512_bf16"}, 2.0, "bf16"),
+        ({"avx512f", "avx512_bf16"}, 0.55, "fp32"),  # an Intel Xeon VM with the flag, 28 Nov 2026
+    ],
+)
+def test_auto_on_a_cpu_is_bf16_only_where_native_and_measured_faster(monkeypatch, flags, speedup, used):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(device, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: speedup)
     assert device.resolve_precision("auto") == used
     assert device.trainer_device_args("auto") == {"use_cpu": True, "bf16": used == "bf16", "fp16": False}
 
@@ -130,3 +138,14 @@ def test_a_benchmark_header_names_the_machine_with_its_extra_fields_the_versions
     assert header["machine"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert header["versions"]["torch"] == torch.__version__
     assert header["git_commit"] is None or re.fullmatch(r"[0-9a-f]{40}(-dirty)?", header["git_commit"])
+
+
+def test_the_bf16_speedup_is_measured_on_this_cpu():
+    """A ratio of two timings of the same layer; where the CPU only emulates bf16 (AVX2: several times slower than
+    fp32) it must come out below the bar, or `auto` would have picked bf16 there had the flags said otherwise."""
+    speedup = device.cpu_bf16_speedup.__wrapped__(rounds=2, calls=1)
+    assert 0.0 < speedup < 50.0
+    if not device.NATIVE_BF16_CPU_FLAGS & device.cpu_flags():
+        assert speedup < device.BF16_MIN_SPEEDUP
+    described = device.machine_description()
+    assert ("bf16_speedup" in described) is (device.native_bf16() and not torch.cuda.is_available())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from adaptstudy.data.tasks import resolve_task
+from adaptstudy.reporting.across.hyperformer.plan import FEW_SHOT as FEW_SHOT_GRID
 from adaptstudy.reporting.across.hyperformer.tables import (
     FEW_SHOT_LABELS,
     GLUE5,
@@ -100,7 +101,9 @@ FEW_SHOT = declare(
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """Every claim of the Hyperformer half, on the seeds that chose no learning rate; each comparison over the tasks
-    (sizes, k) where both arms learned, naming those left out and which arm sat at chance (as the fusion half)."""
+    (sizes, k) where both arms learned, naming those left out and which arm sat at chance (as the fusion half).
+    Few-shot is judged over the grid's cells (`plan.FEW_SHOT`), naming the published ones it does not run: a cell
+    the grid never runs would otherwise leave the claim not testable for good."""
     main = task_runs(main_table_runs(runs)) if not runs.empty else task_runs(runs)
 
     def versus(frame: pd.DataFrame, a: str, b: str) -> list[Unit]:
@@ -123,8 +126,11 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
             arm(few[(few["task"] == task) & (few["k"] == k) & (few["label"] == FEW_SHOT_LABELS[0])], "score"),
             arm(few[(few["task"] == task) & (few["k"] == k) & (few["label"] == FEW_SHOT_LABELS[1])], "score"),
         )
-        for task, rows in HYPER_FEW_SHOT.items()
-        for k in rows["k"]
+        for task, sizes in FEW_SHOT_GRID.items()
+        for k in sizes
+    ]
+    not_run = [
+        f"{t} k={k}" for t, rows in HYPER_FEW_SHOT.items() for k in rows["k"] if k not in FEW_SHOT_GRID.get(t, {})
     ]
     sizes, sizes_out = learned_groups(
         {f"{cap:g} per task": versus(several[several["cap"] == cap], "hyperformer++", "mt-full") for cap in caps}
@@ -138,7 +144,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         verdict_over_learned(BEATS_SHARED, versus(main, "hyperformer", "mt-adapters")),
         verdict_of(COMPONENTS, components, detail=components_out),
         verdict_of(LOW_RESOURCE, sizes, detail=sizes_out),
-        verdict_over_learned(FEW_SHOT, few_units),
+        verdict_over_learned(FEW_SHOT, few_units, detail=f"not in the grid: {', '.join(not_run)}" if not_run else ""),
     ]
 
 
