@@ -277,10 +277,18 @@ def test_the_chapter_has_no_ours_where_no_study_ran(tmp_path):
 
 
 def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path, fusion_run, multi_run):
-    for seed in range(2):
+    for seed, precision in enumerate(("bf16", "fp32")):  # an AVX512 machine trains in fp32 where bf16 measured slow
         machine = {"cpu_capability": "AVX512"}
         fusion_run(
-            tmp_path / "fusion", "rte", "fusion", seed, 60, train_runtime_s=10.0, eval_runtime_s=2.0, machine=machine
+            tmp_path / "fusion",
+            "rte",
+            "fusion",
+            seed,
+            60,
+            train_runtime_s=10.0,
+            eval_runtime_s=2.0,
+            machine=machine,
+            precision_used=precision,
         )
     mt_a = multi_run(tmp_path / "fusion", ["rte", "mrpc"], "task_adapters", 1, [60.0, 70.0])  # a column of 2 targets
     retrained = [{"train_runtime_s": 30.0, "eval_runtime_s": 3.0}, {"train_runtime_s": 40.0}]  # two caches lacked it
@@ -305,7 +313,8 @@ def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path
     assert table.loc[("hyperformer search", "hyperformer++"), "eval_s"] == 0.0  # no evaluation time in its record
     assert ("hyperformer", "hyperformer++") not in table.index  # paid for by the search, which is listed first
     assert len(rows) == 6 and table.loc[("hyperformer", "hyperformer"), "runs"] == 1
-    assert study_cost(rows, 12).endswith("Machines: 4 not recorded, 2 on AVX512.")  # each run once, retraining paid
+    machines = "Machines: 4 not recorded, 1 in bf16 on AVX512, 1 in fp32 on AVX512."
+    assert study_cost(rows, 12).endswith(machines)  # each run once, retraining paid
     assert study_cost(rows, 12).startswith(f"6 runs: {(table['train_s'].sum()) / 3600:.2f} h of training")
     fusion_half, hyper_half = half_costs(rows).split("\n\n")
     assert fusion_half.startswith(

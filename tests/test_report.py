@@ -78,7 +78,7 @@ def test_the_cost_says_how_many_runs_trained_on_each_kind_of_machine(tmp_path, f
         fake_record(config, machine={"cpu": "AMD EPYC", "cpu_capability": "AVX2"}, train_runtime_s=1800.0)
     cost = study_cost(load_runs(tmp_path), budget_h=2)
     assert cost.startswith("3 runs: 1.00 h of training")
-    assert cost.endswith("Machines: 2 on AVX2, 1 not recorded.")
+    assert cost.endswith("Machines: 2 in fp32 on AVX2, 1 not recorded.")  # no precision recorded: fp32
 
 
 def test_the_precision_note_says_how_the_choosing_and_the_reported_seeds_trained(tmp_path, fake_record):

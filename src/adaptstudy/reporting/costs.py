@@ -41,12 +41,22 @@ def cpu_kind(record: dict) -> str | None:
     return (record.get("machine") or {}).get("cpu_capability")
 
 
+def machine_label(record: dict, unknown_cpu: str = "an unrecorded CPU") -> str:
+    """The precision a run trained in and the CPU kernels torch picked: 'bf16 on AVX512', 'fp32 on AVX2' (an
+    AVX512 machine whose bf16 measured slow trains in fp32: the kernels alone do not say which)."""
+    return f"{record.get('precision_used') or 'fp32'} on {cpu_kind(record) or unknown_cpu}"
+
+
 def machines(runs: pd.DataFrame) -> str:
     """How many runs trained on each kind of machine, from the `machine` of their records (`run_costs` rows: their
-    `cpu`): '40 on AVX2, 3 on AVX512, 2 not recorded'."""
-    kinds = runs["cpu"] if "cpu" in runs else runs["record"].map(cpu_kind)
+    `cpu`): '40 in fp32 on AVX2, 3 in bf16 on AVX512, 2 not recorded'."""
+    kinds = runs["cpu"] if "cpu" in runs else runs["record"].map(_recorded_machine)
     counts = kinds.fillna("not recorded").value_counts()
-    return ", ".join(f"{n} {'' if kind == 'not recorded' else 'on '}{kind}" for kind, n in counts.items())
+    return ", ".join(f"{n} {'' if kind == 'not recorded' else 'in '}{kind}" for kind, n in counts.items())
+
+
+def _recorded_machine(record: dict) -> str | None:
+    return machine_label(record) if cpu_kind(record) else None
 
 
 COST_RUN_COLUMNS = ["study", "method", "run_id", "train_runtime_s", "eval_runtime_s", "examples/s", "peak MB", "cpu"]
@@ -65,7 +75,7 @@ def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.Data
         "eval_runtime_s": paid_seconds(runs, "eval_runtime_s"),
         "examples/s": runs["train_examples_per_s"].where(~partly_timed(runs)),  # a partial time makes no speed
         "peak MB": runs["peak_rss_mb"],
-        "cpu": runs["record"].map(cpu_kind),
+        "cpu": runs["record"].map(_recorded_machine),
     }
     return pd.DataFrame(rows, columns=COST_RUN_COLUMNS).reset_index(drop=True)
 

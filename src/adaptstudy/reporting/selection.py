@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from adaptstudy.reporting.common import SELECTION_SEED
-from adaptstudy.reporting.costs import cpu_kind
+from adaptstudy.reporting.costs import machine_label
 
 
 def grid_edge_note(chosen: pd.DataFrame, name, listed: int = 8) -> str:
@@ -31,7 +31,7 @@ def grid_edge_note(chosen: pd.DataFrame, name, listed: int = 8) -> str:
 
 def machine_kind(runs: pd.DataFrame) -> pd.Series:
     """Per run, the precision it trained in and the CPU kernels torch picked: 'bf16 on AVX512', 'fp32 on AVX2'."""
-    return runs["record"].map(lambda r: f"{r.get('precision_used') or 'fp32'} on {cpu_kind(r) or 'an unrecorded CPU'}")
+    return runs["record"].map(machine_label)
 
 
 def precision_by(runs: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
