@@ -79,31 +79,21 @@ def plot_costs(table: pd.DataFrame):
     table = table.assign(panel=table["backbone"] + ", " + table["setting"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
     palette = method_palette(table["method"])
-    sns.scatterplot(
-        data=table,
-        x="trainable",
-        y="accuracy",
-        hue="method",
-        hue_order=list(palette),
-        style="panel",
-        palette=palette,
-        s=70,
-        ax=axes[0],
-    )
+    for ax, x in zip(axes, ("trainable", "train_s")):
+        sns.scatterplot(
+            data=table,
+            x=x,
+            y="accuracy",
+            hue="method",
+            hue_order=list(palette),
+            style="panel",
+            palette=palette,
+            s=70,
+            ax=ax,
+        )
     axes[0].set(xscale="log", xlabel="trained parameters, head included (log scale)", ylabel="validation accuracy (%)")
-    sns.scatterplot(
-        data=table,
-        x="train_s",
-        y="accuracy",
-        hue="method",
-        hue_order=list(palette),
-        style="panel",
-        palette=palette,
-        s=70,
-        ax=axes[1],
-        legend=False,
-    )
     axes[1].set(xlabel="training seconds, median over seeds (2 CPU cores)")
+    axes[1].get_legend().remove()
     handles, labels = axes[0].get_legend_handles_labels()
     axes[0].get_legend().remove()
     fig.tight_layout()
