@@ -73,6 +73,10 @@ STOCK_LENGTH = 128
 LEARNING_RATES = {"full": 5e-5, "houlsby": 5e-4}
 METRIC_SEEDS = (0, 1, 2)  # the dev metric is a mean over seeds: one run's noise exceeds the 1-point tolerance
 MLM_ROUNDS = 3  # the masked-LM rows run 3 times each, alternating (33 timed steps per variant)
+ROWS = ("sst2", "mrpc", "mlm")
+# What approximates an AVX2 machine on an AVX512 one: torch's own kernels, oneDNN's, and MKL's, which computes the
+# fp32 matmuls (without its limit, a Xeon's matmul peak measured 286 GFLOP/s under the other two, 140 with it)
+ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 
 
 class StepTimer(TrainerCallback):
@@ -330,13 +334,15 @@ def _autocast(precision: str) -> str:
 
 
 def machine_kind(precision: str) -> str:
-    """The file name's machine kind: "avx512-bf16" where ours trains in bf16, else e.g. "avx2-fp32"."""
+    """The file name's machine kind: "avx512-bf16" where ours trains in bf16, else e.g. "avx2-fp32"; "-approx" where
+    `ISA_LIMITS` make a faster machine stand in for this kind."""
     if precision == "bf16":
         return "avx512-bf16"
-    return f"{torch.backends.cpu.get_cpu_capability().lower()}-{precision}"
+    approx = "-approx" if any(k in os.environ for k in ISA_LIMITS) else ""
+    return f"{torch.backends.cpu.get_cpu_capability().lower()}-{precision}{approx}"
 
 
-def run(quick: bool, precision: str) -> dict:
+def run(quick: bool, precision: str, rows: tuple[str, ...] = ROWS) -> dict:
     torch.manual_seed(0)
     warmup = 2 if quick else 3
     reps = 5 if quick else 20
@@ -348,7 +354,7 @@ def run(quick: bool, precision: str) -> dict:
         **provenance(
             kind=machine_kind(used),
             # set on an AVX512 machine to approximate AVX2 kernels (the page says so)
-            isa_limits={k: os.environ[k] for k in ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA") if k in os.environ},
+            isa_limits={k: os.environ[k] for k in ISA_LIMITS if k in os.environ},
             matmul_bf16_flops=peak16,
         ),
         "quick": quick,
@@ -359,7 +365,7 @@ def run(quick: bool, precision: str) -> dict:
     batch = 32
     sizes = {"sst2": 256 if quick else 4000, "mrpc": 256 if quick else None}
     seeds = (0,) if quick else METRIC_SEEDS
-    for task in ("sst2", "mrpc"):
+    for task in (t for t in ("sst2", "mrpc") if t in rows):
         for method in ("full", "houlsby"):
             evaluate = not quick
             peaks32.append(matmul_peak(torch.float32, reps=reps))
@@ -378,6 +384,20 @@ def run(quick: bool, precision: str) -> dict:
                 results[path] = (steps, max(r["peak_mb"] for r in runs), metrics, runs[0]["useful"])
             model = _model_for_flops(task, method)
             _add_rows(out, f"{task}/{method}", results, batch, model, warmup)
+    if "mlm" in rows:
+        _mlm_rows(out, quick, precision, warmup, peaks32, reps)
+    peaks32.append(matmul_peak(torch.float32, reps=reps))
+    # The machine's fp32 peak is the best of its measurements through the run (this VM's matmul speed varies
+    # by up to 2x from minute to minute; a low first measurement would inflate every MFU).
+    out["machine"].update(matmul_fp32_flops=max(peaks32), matmul_fp32_flops_measured=peaks32)
+    for row in out["rows"]:
+        row.update(mfu_fp32=row["model_flops_per_s"] / max(peaks32), mfu_bf16=row["model_flops_per_s"] / peak16)
+        print(_format(row), flush=True)
+    print(f"matmul peak: fp32 {max(peaks32) / 1e9:.0f} GFLOP/s (best of {len(peaks32)}), bf16 {peak16 / 1e9:.0f}")
+    return out
+
+
+def _mlm_rows(out, quick, precision, warmup, peaks32, reps):
     max_len, mlm_batch, steps = 256, 16, (8 if quick else 14)
     texts = (800 if quick else 2000, max_len, steps, mlm_batch)
     peaks32.append(matmul_peak(torch.float32, reps=reps))
@@ -397,15 +417,6 @@ def run(quick: bool, precision: str) -> dict:
     }
     model = load_mlm(BACKBONE).mlm
     _add_rows(out, "mlm/imdb", results, mlm_batch, model, warmup, mlm=True)
-    peaks32.append(matmul_peak(torch.float32, reps=reps))
-    # The machine's fp32 peak is the best of its measurements through the run (this VM's matmul speed varies
-    # by up to 2x from minute to minute; a low first measurement would inflate every MFU).
-    out["machine"].update(matmul_fp32_flops=max(peaks32), matmul_fp32_flops_measured=peaks32)
-    for row in out["rows"]:
-        row.update(mfu_fp32=row["model_flops_per_s"] / max(peaks32), mfu_bf16=row["model_flops_per_s"] / peak16)
-        print(_format(row), flush=True)
-    print(f"matmul peak: fp32 {max(peaks32) / 1e9:.0f} GFLOP/s (best of {len(peaks32)}), bf16 {peak16 / 1e9:.0f}")
-    return out
 
 
 def _model_for_flops(task, method):
@@ -463,8 +474,11 @@ def main(argv=None) -> int:
         "--precision",
         default="auto",
         choices=["auto", "fp32"],
-        help="our paths' precision; fp32 with ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 approximates an "
-        "AVX2 machine on an AVX512 one",
+        help="our paths' precision; fp32 with ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 "
+        "MKL_ENABLE_INSTRUCTIONS=AVX2 approximates an AVX2 machine on an AVX512 one",
+    )
+    parser.add_argument(
+        "--rows", nargs="+", choices=ROWS, default=ROWS, help="measure these rows only (a partial file: -partial)"
     )
     parser.add_argument("--out", type=Path, help="JSON path (default: benchmarks/results/throughput-<machine>.json)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -481,9 +495,10 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
     start = time.perf_counter()
-    result = run(args.quick, args.precision)
+    result = run(args.quick, args.precision, tuple(args.rows))
     result["wall_s"] = time.perf_counter() - start
-    name = f"throughput-{result['machine']['kind']}{'-quick' if args.quick else ''}.json"
+    partial = "-partial" if set(args.rows) != set(ROWS) else ""
+    name = f"throughput-{result['machine']['kind']}{'-quick' if args.quick else ''}{partial}.json"
     out = args.out or Path(__file__).parent / "results" / name
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json_atomic(result, out)

@@ -8,9 +8,6 @@ from pathlib import Path
 import pytest
 
 from adaptstudy.reporting.efficiency import (
-    allocator_note,
-    candidates_note,
-    candidates_table,
     efficiency_table,
     load_benchmark,
     load_benchmarks,
@@ -19,6 +16,12 @@ from adaptstudy.reporting.efficiency import (
     profile_table,
     side_by_side,
     targets,
+)
+from adaptstudy.reporting.efficiency_candidates import (
+    allocator_note,
+    attention_note,
+    candidates_note,
+    candidates_table,
 )
 from adaptstudy.reporting.efficiency_sweeps import PARALLEL_GAIN, parallel_note, parallel_table
 
@@ -76,6 +79,8 @@ def test_each_machine_kind_has_its_benchmark_and_a_full_run_wins_over_a_quick_on
     for name, content in (("throughput-avx2-fp32-quick.json", quick), ("throughput-avx512-bf16.json", bf16)):
         (tmp_path / name).write_text(json.dumps(content))
     assert load_benchmarks(tmp_path)["avx2-fp32"]["quick"]
+    (tmp_path / "throughput-avx2-fp32-partial.json").write_text(json.dumps(full))  # `--rows`: some rows only
+    assert load_benchmarks(tmp_path)["avx2-fp32"]["quick"]
     (tmp_path / "throughput-avx2-fp32.json").write_text(json.dumps(full))
     found = load_benchmarks(tmp_path)
     assert list(found) == ["avx2-fp32", "avx512-bf16"] and not found["avx2-fp32"]["quick"]
@@ -90,7 +95,9 @@ def test_each_machine_kind_has_its_benchmark_and_a_full_run_wins_over_a_quick_on
 def test_targets_follow_the_machine_kind():
     bf16 = json.loads((RESULTS / "throughput-avx512-bf16.json").read_text())
     fp32 = {**copy.deepcopy(bf16), "machine": {**bf16["machine"], "kind": "avx2-fp32"}}
+    approx = {**copy.deepcopy(bf16), "machine": {**bf16["machine"], "kind": "avx2-fp32-approx"}}
     aims = {kind: targets(b) for kind, b in (("avx512-bf16", bf16), ("avx2-fp32", fp32))}
+    assert targets(approx).equals(aims["avx2-fp32"])  # an approximation answers to the kind it stands for
     sst2 = {k: t[t["workload"] == "sst2/full"]["target"].iloc[0] for k, t in aims.items()}
     assert sst2 == {"avx512-bf16": "≥ 3× the stock train examples/s", "avx2-fp32": "≥ 6× the stock train examples/s"}
     mfu = aims["avx2-fp32"][aims["avx2-fp32"]["target"].str.startswith("MFU")]
@@ -100,11 +107,18 @@ def test_targets_follow_the_machine_kind():
 def test_the_profiles_and_candidates_read_as_the_page_shows_them():
     profiles = {
         w: load_benchmark(RESULTS / f)
-        for w, f in (("before", "profile_step-before.json"), ("after", "profile_step.json"))
+        for w, f in (
+            ("before", "profile_step-before.json"),
+            ("after", "profile_step.json"),
+            ("approx", "profile_step-avx2-approx.json"),
+        )
     }
     table = profile_table(profiles)
-    assert set(table["profile"]) == {"before", "after"} and (table["matmul"] > 40).all()
-    shares = table.drop(columns=["profile", "workload", "step (ms)", "data"]).sum(axis=1)
+    assert set(table["profile"]) == {"before", "after", "approx"} and (table["matmul"] > 40).all()
+    rate = table.set_index("profile")["matmul rate (% of peak)"]
+    assert rate[["before", "after"]].isna().all()  # profiled before the rate was
+    assert rate["approx"].between(30, 110).all()  # FLOPs from the operators' shapes, over their self time
+    shares = table.drop(columns=["profile", "workload", "step (ms)", "data", "matmul rate (% of peak)"]).sum(axis=1)
     assert shares.tolist() == pytest.approx([100.0] * len(table), abs=1.0)  # operators + Python and framework
     candidates = load_benchmark(RESULTS / "fp32_candidates.json")
     rows = candidates_table(candidates)
@@ -113,7 +127,7 @@ def test_the_profiles_and_candidates_read_as_the_page_shows_them():
     assert "**Dropped: `torch.compile`**" in note and candidates["machine"]["cpu"] in note
     assert "Not measured yet" in candidates_note({})
     mlm = load_benchmark(RESULTS / "mlm_candidates.json")
-    line = candidates_note(candidates, mlm=mlm).splitlines()[-2]  # before the allocator's
+    line = candidates_note(candidates, mlm=mlm).splitlines()[-3]  # before the attention's and the allocator's
     eager, compiled = (r["median_step_s"] for r in mlm["rows"])
     assert line.startswith(f"- **{'Kept' if compiled < eager else 'Dropped'} for the masked LM: `torch.compile`**")
     assert f"{1000 * compiled:.0f} ms per step against {1000 * eager:.0f} eager" in line
@@ -149,3 +163,21 @@ def test_the_committed_avx2_run_shows_no_bf16_utilization_and_says_which_targets
     assert not table["measured"].str.contains("bf16").any() and set(table["met"]) <= {"yes", "no"}
     speed = table[table["target"].str.startswith("≥")].set_index("workload")["measured"]
     assert speed.str.rstrip("×").astype(float).min() >= 3.0  # every row's speed-up, as committed
+
+
+def test_the_attention_line_keeps_the_kernel_in_use_only_while_none_is_faster():
+    kernels = load_benchmark(RESULTS / "attention_kernels.json")
+    assert set(kernels["workloads"]) == {"masked LM", "MRPC classification"}
+    for w in kernels["workloads"].values():
+        assert sum(r["in_use"] for r in w["rows"]) == 1 and len(w["rows"]) >= 2
+    line = attention_note(kernels)
+    fastest_in_use = all(
+        max(w["rows"], key=lambda r: r["speedup_vs_in_use"])["in_use"] for w in kernels["workloads"].values()
+    )
+    assert line.startswith("- **Kept: the kernels in use**" if fastest_in_use else "- **Faster than the kernel in use")
+    assert "`MKL_ENABLE_INSTRUCTIONS=AVX2`" in line  # an approximated machine says so
+    slower = copy.deepcopy(kernels)
+    mlm = slower["workloads"]["masked LM"]["rows"]
+    next(r for r in mlm if r["kernel"] == "eager")["speedup_vs_in_use"] = 1.3
+    assert attention_note(slower).startswith("- **Faster than the kernel in use: eager for the masked LM**")
+    assert "not measured yet" in attention_note({})
