@@ -79,7 +79,8 @@ def test_each_machine_kind_has_its_benchmark_and_a_full_run_wins_over_a_quick_on
     for name, content in (("throughput-avx2-fp32-quick.json", quick), ("throughput-avx512-bf16.json", bf16)):
         (tmp_path / name).write_text(json.dumps(content))
     assert load_benchmarks(tmp_path)["avx2-fp32"]["quick"]
-    (tmp_path / "throughput-avx2-fp32-partial.json").write_text(json.dumps(full))  # `--rows`: some rows only
+    partial = {**full, "partial": True}  # `--rows`: some rows only
+    (tmp_path / "throughput-avx2-fp32-partial.json").write_text(json.dumps(partial))
     assert load_benchmarks(tmp_path)["avx2-fp32"]["quick"]
     (tmp_path / "throughput-avx2-fp32.json").write_text(json.dumps(full))
     found = load_benchmarks(tmp_path)

@@ -61,9 +61,9 @@ def load_benchmarks(directory) -> dict[str, dict]:
     full one exists; never a partial one, which lacks rows), bf16 first; empty where none has been run."""
     found: dict[str, dict] = {}
     for path in sorted(Path(directory).glob("throughput-*.json")):
-        if path.stem.endswith("-partial"):
-            continue
         benchmark = load_benchmark(path)
+        if benchmark.get("partial"):
+            continue
         kind = machine_kind(benchmark)
         if kind not in found or (found[kind].get("quick") and not benchmark.get("quick")):
             found[kind] = benchmark
