@@ -116,6 +116,8 @@ def test_the_profiles_and_candidates_read_as_the_page_shows_them():
     }
     table = profile_table(profiles)
     assert set(table["profile"]) == {"before", "after", "approx"} and (table["matmul"] > 40).all()
+    by_profile = table.groupby("profile", sort=False)["workload"].apply(list)
+    assert by_profile["approx"] == by_profile["before"] == list(profiles["before"]["workloads"])  # one order
     rate = table.set_index("profile")["matmul rate (% of peak)"]
     assert rate[["before", "after"]].isna().all()  # profiled before the rate was
     assert rate["approx"].between(30, 110).all()  # FLOPs from the operators' shapes, over their self time

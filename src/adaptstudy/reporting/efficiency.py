@@ -235,10 +235,11 @@ def profile_table(profiles: dict[str, dict]) -> pd.DataFrame:
     """Where one training step's time went (`benchmarks/profile_step.py`), per profile (e.g. before and after) and
     workload: the step time and the shares of operator categories, Python/framework and data loading, in %; and the
     rate of its matmuls in % of the machine's fp32 matmul peak (how much the largest share could still shrink), where
-    the profile measured it."""
+    the profile measured it. Workloads keep the first profile's order in every profile."""
+    order = list(dict.fromkeys(name for profile in profiles.values() for name in profile.get("workloads", {})))
     rows = []
     for when, profile in profiles.items():
-        for workload, w in profile.get("workloads", {}).items():
+        for workload, w in sorted(profile.get("workloads", {}).items(), key=lambda item: order.index(item[0])):
             shares = {k: 100 * v for k, v in w["operators_share"].items()}
             rows.append(
                 {
