@@ -16,7 +16,6 @@ spell of the VM falls on all of them; each figure is the median.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -90,10 +89,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "attention_kernels.json")
     args = parser.parse_args(argv)
-    from throughput import ISA_LIMITS
+    from throughput import isa_limits
 
     result = {
-        **provenance(isa_limits={k: os.environ[k] for k in ISA_LIMITS if k in os.environ}),
+        **provenance(isa_limits=isa_limits()),
         "protocol": {"heads": HEADS, "head_size": HEAD_SIZE, "rounds": ROUNDS, "warmup_rounds": WARMUP},
         "workloads": {},
     }

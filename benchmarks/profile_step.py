@@ -190,9 +190,9 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="profiles per workload; the median one is reported")
     args = parser.parse_args(argv)
     os.environ.setdefault("ADAPTSTUDY_DATA", str(Path(__file__).resolve().parents[2] / "shared" / "data"))
-    from throughput import ISA_LIMITS, matmul_peak
+    from throughput import isa_limits, matmul_peak
 
-    result = {**provenance(isa_limits={k: os.environ[k] for k in ISA_LIMITS if k in os.environ}), "workloads": {}}
+    result = {**provenance(isa_limits=isa_limits()), "workloads": {}}
     # This VM's matmul speed drifts from minute to minute (the same MLM profile took 2.5 s and 3.5 s per step, and a
     # peak measured just before a workload once came out at half the rate the workload then ran at): each workload is
     # profiled `--repeats` times and the run with the median step time reported, and the matmul rate is taken against

@@ -79,6 +79,11 @@ ROWS = ("sst2", "mrpc", "mlm")
 ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 
 
+def isa_limits() -> dict[str, str]:
+    """The `ISA_LIMITS` set in this environment (every benchmark's JSON records them: the page says so)."""
+    return {k: os.environ[k] for k in ISA_LIMITS if k in os.environ}
+
+
 class StepTimer(TrainerCallback):
     """Wall time of every optimizer step (forward, backward, update)."""
 
@@ -338,7 +343,7 @@ def machine_kind(precision: str) -> str:
     `ISA_LIMITS` make a faster machine stand in for this kind."""
     if precision == "bf16":
         return "avx512-bf16"
-    approx = "-approx" if any(k in os.environ for k in ISA_LIMITS) else ""
+    approx = "-approx" if isa_limits() else ""
     return f"{torch.backends.cpu.get_cpu_capability().lower()}-{precision}{approx}"
 
 
@@ -354,7 +359,7 @@ def run(quick: bool, precision: str, rows: tuple[str, ...] = ROWS) -> dict:
         **provenance(
             kind=machine_kind(used),
             # set on an AVX512 machine to approximate AVX2 kernels (the page says so)
-            isa_limits={k: os.environ[k] for k in ISA_LIMITS if k in os.environ},
+            isa_limits=isa_limits(),
             matmul_bf16_flops=peak16,
         ),
         "quick": quick,
