@@ -168,6 +168,14 @@ def test_the_committed_avx2_run_shows_no_bf16_utilization_and_says_which_targets
     assert speed.str.rstrip("×").astype(float).min() >= 3.0  # every row's speed-up, as committed
 
 
+def test_the_approximated_avx2_run_shows_no_bf16_utilization_though_its_cpu_has_bf16():
+    """Under the ISA limits bf16 is emulated: its measured 'peak' is near zero whatever the CPU flag says."""
+    approx = json.loads((RESULTS / "throughput-avx2-fp32-approx.json").read_text())
+    assert approx["machine"]["native_bf16"] is True and approx["machine"]["isa_limits"]
+    assert "MFU % (bf16 peak)" not in efficiency_table(approx)
+    assert not targets(approx)["measured"].str.contains("bf16").any()
+
+
 def test_the_attention_line_keeps_the_kernel_in_use_only_while_none_is_faster():
     kernels = load_benchmark(RESULTS / "attention_kernels.json")
     assert set(kernels["workloads"]) == {"masked LM", "MRPC classification"}
