@@ -22,7 +22,7 @@ evaluating) above the RSS of its process when it started (after the imports).
     python benchmarks/throughput.py --quick   # a few minutes: step times only
     python benchmarks/throughput.py           # + the dev metric over 3 seeds (1 h on AVX512-BF16, 2 h on AVX2)
 
-Each machine kind writes its own file: benchmarks/results/throughput-<kind>.json (avx512-bf16, avx2-fp32).
+Each machine kind writes its own file: benchmarks/results/throughput-<kind>.json (avx512-bf16, avx2-fp32, avx512-fp32).
 """
 
 from __future__ import annotations
