@@ -193,7 +193,7 @@ def _bf16_note(machine: dict) -> str:
 
 
 def _gflops(flops: float) -> str:
-    """GFLOP/s to three significant figures at most: an emulated bf16 peak is under 1."""
+    """GFLOP/s, whole from 100 up, else to three significant figures (an emulated bf16 peak is under 1)."""
     return f"{flops / 1e9:.3g}" if flops < 1e11 else f"{flops / 1e9:.0f}"
 
 
