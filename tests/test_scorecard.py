@@ -5,7 +5,7 @@ from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.common import SELECTION_SEED
 from adaptstudy.reporting.evidence import VERDICTS
-from adaptstudy.reporting.scorecard import PAGES, chapter_verdicts, scorecard
+from adaptstudy.reporting.scorecard import PAGES, UNJUDGED, chapter_verdicts, scorecard, untestable_reasons
 from adaptstudy.runs.records import read_records
 
 
@@ -24,3 +24,22 @@ def test_the_scorecard_lists_every_claim_of_every_paper_with_one_of_four_verdict
         assert all(seeds[i] != SELECTION_SEED for i in v.run_ids), v.claim.key
         assert (v.verdict == "not testable") == bool(v.reasons()), v.claim.key
     assert (card["CPU-hours"] >= 0).all() and card.loc[card["runs"] > 0, "CPU-hours"].gt(0).all()
+
+
+def test_every_untestable_claim_says_why_and_the_reasons_are_counted(data_dir):
+    verdicts, seconds = chapter_verdicts(PROJECT_ROOT / "results")
+    card = scorecard(verdicts, seconds)
+    untestable = card["verdict"] == "not testable"
+    assert untestable.any() and (~untestable).any()
+    assert (card.loc[untestable, "why not testable"] != "–").all()
+    assert (card.loc[~untestable, "why not testable"] == "–").all()
+    # the committed RTE runs of the Houlsby chapter learned nothing, and the parity claim names them
+    parity = card.loc[card["claim"].str.startswith("Adapters (the best size per task)"), "why not testable"]
+    assert parity.str.contains(r"learned nothing: .*rte \(\d+ runs\)").all() and len(parity) == 1
+    reasons = untestable_reasons(verdicts)
+    assert reasons["claims"].is_monotonic_decreasing and reasons["reason"].is_unique
+    # each untestable claim counted once per kind of reason, and no testable claim counted
+    kinds = sum(len(v.reason_kinds()) for v in verdicts if v.verdict == "not testable")
+    assert reasons["claims"].sum() == kinds + (card["why not testable"] == UNJUDGED).sum()
+    assert reasons["claims"].sum() >= untestable.sum()
+    assert "learned nothing" in set(reasons["reason"])

@@ -70,6 +70,12 @@ class Verdict:
                 merged[reason] += [p for p in parts if p not in merged[reason]]
         return "; ".join(filter(None, [self.why, format_reasons(merged)]))
 
+    def reason_kinds(self) -> list[str]:
+        """The reasons without the tasks they name ('learned nothing', 'fewer than 3 reported seeds', `why`), to count
+        what keeps claims from being judged."""
+        kinds = [self.why] if self.why else []
+        return kinds + [r for r in dict.fromkeys(r for j in self.judgements for r in j.reasons) if r not in kinds]
+
     def effects(self) -> str:
         """Each comparison's effect and interval, named where there are several."""
         if len(self.judgements) == 1:
@@ -188,7 +194,7 @@ PROTOCOL = (
     "learned nothing (where a chapter judges over the tasks both arms learned, those left out are named in *why*, with "
     "the arm at chance). Runs of the seed that chose a setting never report."
 )
-TEXT_COLUMNS = ("claim", "paper reports", "ours: effect [95% CI]", "rule", "why")
+TEXT_COLUMNS = ("claim", "paper reports", "ours: effect [95% CI]", "rule", "why", "why not testable")
 
 
 def styled(table: pd.DataFrame):

@@ -28,7 +28,18 @@ PAGES = {  # chapter (a claim key's first part) -> the book page that judges it
     "fusion": "06_analysis_across",
     "hyperformer": "06_analysis_across",
 }
-COLUMNS = ["paper", "claim", "paper reports", "ours: effect [95% CI]", "verdict", "runs", "CPU-hours", "chapter"]
+COLUMNS = [
+    "paper",
+    "claim",
+    "paper reports",
+    "ours: effect [95% CI]",
+    "verdict",
+    "why not testable",
+    "runs",
+    "CPU-hours",
+    "chapter",
+]
+UNJUDGED = "no chapter judged it"
 
 
 def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFrame]:
@@ -58,7 +69,8 @@ def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFra
 
 
 def scorecard(verdicts: list[Verdict], seconds: pd.DataFrame) -> pd.DataFrame:
-    """One row per declared claim (a claim no chapter judged reads 'not testable', no runs)."""
+    """One row per declared claim (a claim no chapter judged reads 'not testable', no runs), with the reason a claim
+    is not testable beside its verdict."""
     per_run = seconds.drop_duplicates("run_id").set_index("run_id")
     total = per_run["train_runtime_s"].fillna(0) + per_run["eval_runtime_s"].fillna(0)
     judged = {v.claim.key: v for v in verdicts}
@@ -76,6 +88,7 @@ def scorecard(verdicts: list[Verdict], seconds: pd.DataFrame) -> pd.DataFrame:
                 "paper reports": claim.published,
                 "ours: effect [95% CI]": v.effects() if v else "–",
                 "verdict": v.verdict if v else "not testable",
+                "why not testable": (v.reasons() if v else UNJUDGED) or "–",
                 "runs": len(ids),
                 "CPU-hours": total.reindex(ids).fillna(0).sum() / 3600,
                 "chapter": f'<a href="{page}.html">{page.removeprefix("06_analysis_")}</a>',
@@ -87,3 +100,12 @@ def scorecard(verdicts: list[Verdict], seconds: pd.DataFrame) -> pd.DataFrame:
 def verdict_counts(card: pd.DataFrame) -> pd.DataFrame:
     """How many claims of each paper got each verdict."""
     return card.groupby(["paper", "verdict"]).size().unstack(fill_value=0).reset_index()
+
+
+def untestable_reasons(verdicts: list[Verdict]) -> pd.DataFrame:
+    """How many claims each reason keeps from a verdict (a claim can have several), most common first; claims that
+    no chapter judged count under their own reason."""
+    judged = {v.claim.key for v in verdicts}
+    kinds = [k for v in verdicts for k in v.reason_kinds()] + [UNJUDGED for k in CLAIMS if k not in judged]
+    counts = pd.Series(kinds, dtype=object).value_counts()
+    return pd.DataFrame({"reason": counts.index, "claims": counts.to_numpy()})
