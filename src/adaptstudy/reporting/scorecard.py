@@ -106,6 +106,7 @@ def untestable_reasons(verdicts: list[Verdict]) -> pd.DataFrame:
     """How many claims each reason keeps from a verdict (a claim can have several), most common first; claims that
     no chapter judged count under their own reason."""
     judged = {v.claim.key for v in verdicts}
-    kinds = [k for v in verdicts for k in v.reason_kinds()] + [UNJUDGED for k in CLAIMS if k not in judged]
+    untestable = [v for v in verdicts if v.verdict == "not testable"]
+    kinds = [k for v in untestable for k in v.reason_kinds()] + [UNJUDGED for k in CLAIMS if k not in judged]
     counts = pd.Series(kinds, dtype=object).value_counts()
     return pd.DataFrame({"reason": counts.index, "claims": counts.to_numpy()})
