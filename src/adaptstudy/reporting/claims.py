@@ -61,20 +61,24 @@ class Verdict:
     def verdict(self) -> str:
         return "not testable" if self.why else all_of(self.judgements)
 
-    def reasons(self) -> str:
-        """Why the verdict is not testable, merged over the comparisons."""
+    def _merged_reasons(self) -> dict[str, list[str]]:
+        """Each reason the comparisons give, with the parts it names, once each."""
         merged: dict[str, list[str]] = {}
         for j in self.judgements:
             for reason, parts in j.reasons.items():
                 merged.setdefault(reason, [])
                 merged[reason] += [p for p in parts if p not in merged[reason]]
-        return "; ".join(filter(None, [self.why, format_reasons(merged)]))
+        return merged
+
+    def reasons(self) -> str:
+        """Why the verdict is not testable, merged over the comparisons."""
+        return "; ".join(filter(None, [self.why, format_reasons(self._merged_reasons())]))
 
     def reason_kinds(self) -> list[str]:
         """The reasons without the tasks they name ('learned nothing', 'fewer than 3 reported seeds', `why`), to count
         what keeps claims from being judged."""
         kinds = [self.why] if self.why else []
-        return kinds + [r for r in dict.fromkeys(r for j in self.judgements for r in j.reasons) if r not in kinds]
+        return kinds + [r for r in self._merged_reasons() if r not in kinds]
 
     def effects(self) -> str:
         """Each comparison's effect and interval, named where there are several."""
