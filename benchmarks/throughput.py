@@ -23,6 +23,8 @@ evaluating) above the RSS of its process when it started (after the imports).
     python benchmarks/throughput.py           # + the dev metric over 3 seeds (1 h on AVX512-BF16, 2 h on AVX2)
 
 Each machine kind writes its own file: benchmarks/results/throughput-<kind>.json (avx512-bf16, avx2-fp32, avx512-fp32).
+While it runs, the rows finished so far are in throughput-<kind>-partial.json (rewritten after each row, removed
+once the full file is written), so a run that is stopped early keeps what it measured.
 """
 
 from __future__ import annotations
@@ -321,7 +323,10 @@ def in_own_process(path: str, fn: str, *args, **kw) -> dict:
     )
     if done.returncode:
         raise RuntimeError(f"{fn}{args} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    metric = f", dev {result['metric']:.1f}" if result["metric"] is not None else ""
+    print(f"  {fn}{tuple(args)}: median step {statistics.median(result['step_times']):.2f} s{metric}", flush=True)
+    return result
 
 
 def child(job: str) -> dict:
@@ -347,7 +352,9 @@ def machine_kind(precision: str) -> str:
     return f"{torch.backends.cpu.get_cpu_capability().lower()}-{precision}{approx}"
 
 
-def run(quick: bool, precision: str, rows: tuple[str, ...] = ROWS) -> dict:
+def run(quick: bool, precision: str, rows: tuple[str, ...] = ROWS, checkpoint=lambda result: None) -> dict:
+    """The benchmark's result; `checkpoint` gets what has finished after each row (a run of 2 h that stops early
+    keeps its finished rows)."""
     torch.manual_seed(0)
     warmup = 2 if quick else 3
     reps = 5 if quick else 20
@@ -389,17 +396,31 @@ def run(quick: bool, precision: str, rows: tuple[str, ...] = ROWS) -> dict:
                 results[path] = (steps, max(r["peak_mb"] for r in runs), metrics, runs[0]["useful"])
             model = _model_for_flops(task, method)
             _add_rows(out, f"{task}/{method}", results, batch, model, warmup)
+            checkpoint(_with_utilization(out, peaks32, peak16, partial=True))
     if "mlm" in rows:
         _mlm_rows(out, quick, precision, warmup, peaks32, reps)
     peaks32.append(matmul_peak(torch.float32, reps=reps))
-    # The machine's fp32 peak is the best of its measurements through the run (this VM's matmul speed varies
-    # by up to 2x from minute to minute; a low first measurement would inflate every MFU).
-    out["machine"].update(matmul_fp32_flops=max(peaks32), matmul_fp32_flops_measured=peaks32)
+    out = _with_utilization(out, peaks32, peak16, partial=set(rows) != set(ROWS))  # the book leaves a partial run out
     for row in out["rows"]:
-        row.update(mfu_fp32=row["model_flops_per_s"] / max(peaks32), mfu_bf16=row["model_flops_per_s"] / peak16)
         print(_format(row), flush=True)
     print(f"matmul peak: fp32 {max(peaks32) / 1e9:.0f} GFLOP/s (best of {len(peaks32)}), bf16 {peak16 / 1e9:.0f}")
     return out
+
+
+def _with_utilization(out: dict, peaks32: list[float], peak16: float, partial: bool) -> dict:
+    """A copy of `out` with the machine's fp32 peak and each row's MFU against it. The peak is the best of its
+    measurements through the run (this VM's matmul speed varies by up to 2x from minute to minute; a low first
+    measurement would inflate every MFU)."""
+    peak32 = max(peaks32)
+    return {
+        **out,
+        "partial": partial,
+        "machine": {**out["machine"], "matmul_fp32_flops": peak32, "matmul_fp32_flops_measured": list(peaks32)},
+        "rows": [
+            {**row, "mfu_fp32": row["model_flops_per_s"] / peak32, "mfu_bf16": row["model_flops_per_s"] / peak16}
+            for row in out["rows"]
+        ],
+    }
 
 
 def _mlm_rows(out, quick, precision, warmup, peaks32, reps):
@@ -500,16 +521,28 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
     start = time.perf_counter()
-    result = run(args.quick, args.precision, tuple(args.rows))
-    result["wall_s"] = time.perf_counter() - start
-    result["partial"] = set(args.rows) != set(ROWS)  # the book leaves a partial run out
-    partial = "-partial" if result["partial"] else ""
-    name = f"throughput-{result['machine']['kind']}{'-quick' if args.quick else ''}{partial}.json"
-    out = args.out or Path(__file__).parent / "results" / name
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(result, out)
+
+    def write(result: dict, final: bool = False) -> Path:
+        result["wall_s"] = time.perf_counter() - start
+        path = args.out if final and args.out else _out_path(args.out, result, args.quick)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(result, path)
+        return path
+
+    checkpoints = []
+    result = run(args.quick, args.precision, tuple(args.rows), checkpoint=lambda r: checkpoints.append(write(r)))
+    out = write(result, final=True)
+    for path in set(checkpoints) - {out}:  # the full file supersedes what the run wrote on its way
+        path.unlink()
     print(f"wrote {out} in {result['wall_s']:.0f} s")
     return 0
+
+
+def _out_path(out: Path | None, result: dict, quick: bool) -> Path:
+    """benchmarks/results/throughput-<machine kind>[-quick][-partial].json; beside `--out` where given."""
+    partial = "-partial" if result["partial"] else ""
+    name = f"throughput-{result['machine']['kind']}{'-quick' if quick else ''}{partial}.json"
+    return (out.parent if out else Path(__file__).parent / "results") / name
 
 
 if __name__ == "__main__":
