@@ -325,7 +325,7 @@ def in_own_process(path: str, fn: str, *args, **kw) -> dict:
         raise RuntimeError(f"{fn}{args} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     metric = f", dev {result['metric']:.1f}" if result["metric"] is not None else ""
-    print(f"  {fn}{tuple(args)}: median step {statistics.median(result['step_times']):.2f} s{metric}", flush=True)
+    print(f"  {fn}{args}: median step {statistics.median(result['step_times']):.2f} s{metric}", flush=True)
     return result
 
 
