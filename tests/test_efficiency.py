@@ -3,14 +3,19 @@ sweep comparison), read as the page shows them."""
 
 import copy
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from adaptstudy.reporting.efficiency import (
+    commit_note,
+    commit_table,
     efficiency_table,
     load_benchmark,
     load_benchmarks,
+    load_commit_comparisons,
     machine_kind,
     machine_note,
     machine_notes,
@@ -213,3 +218,26 @@ def test_the_attention_line_keeps_the_kernel_in_use_only_while_none_is_faster():
     next(r for r in mlm if r["kernel"] == "eager")["speedup_vs_in_use"] = 1.3
     assert attention_note(slower).startswith("- **Faster than the kernel in use: eager for the masked LM**")
     assert "not measured yet" in attention_note({})
+
+
+def test_the_commit_comparison_shows_each_workload_at_both_commits_with_its_spread_round_by_round():
+    comparison = load_commit_comparisons(RESULTS)["avx512-bf16"]
+    earlier, now = comparison["earlier_commit"][:7], comparison["git_commit"][:7]
+    table = commit_table(comparison).set_index("workload")
+    assert list(table.index) == ["sst2/full", "sst2/houlsby", "mrpc/full", "mrpc/houlsby", "mlm/imdb"]
+    ratio = table[f"step at {earlier} (ms)"] / table[f"step at {now} (ms)"]
+    assert ratio.tolist() == pytest.approx(table[f"speed at {now} over {earlier}"].tolist())
+    for row in comparison["rows"]:
+        per_round = row["earlier_over_now_per_round"]
+        assert len(per_round) == comparison["rounds"] >= 2
+        assert table.loc[row["row"], "round by round"] == f"{min(per_round):.2f}–{max(per_round):.2f}"
+    note = commit_note(comparison)
+    assert f"`{earlier}` against `{now}`" in note and comparison["machine"]["cpu"] in note
+
+
+def test_the_commit_comparison_names_a_revision_that_is_no_commit_before_it_starts():
+    script = RESULTS.parent / "speed_vs_commit.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--against", "no-such-revision"], capture_output=True, text=True
+    )
+    assert done.returncode == 2 and "--against 'no-such-revision' is not a commit of" in done.stderr

@@ -270,3 +270,36 @@ def profile_table(profiles: dict[str, dict]) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+def load_commit_comparisons(directory) -> dict[str, dict]:
+    """Each machine kind's `benchmarks/speed_vs_commit.py` run in `directory` (speed_vs_commit-<kind>.json)."""
+    return {b["kind"]: b for b in map(load_benchmark, sorted(Path(directory).glob("speed_vs_commit-*.json")))}
+
+
+def commit_table(benchmark: dict) -> pd.DataFrame:
+    """Our path's median step at the earlier commit and now, on one machine in one run, and the ratio (above 1: the
+    code now is faster) over all steps and its range round by round: a change is real only outside that noise."""
+    earlier, now = benchmark["earlier_commit"][:7], (benchmark.get("git_commit") or "now")[:7]
+    return pd.DataFrame(
+        {
+            "workload": r["row"],
+            f"step at {earlier} (ms)": 1000 * r["median_step_s"]["earlier"],
+            f"step at {now} (ms)": 1000 * r["median_step_s"]["now"],
+            f"speed at {now} over {earlier}": r["earlier_over_now"],
+            "round by round": f"{min(r['earlier_over_now_per_round']):.2f}–{max(r['earlier_over_now_per_round']):.2f}",
+            "timed steps each": r["timed_steps"]["now"],
+        }
+        for r in benchmark["rows"]
+    )
+
+
+def commit_note(benchmark: dict) -> str:
+    """Where and how the two commits were compared."""
+    m = benchmark["machine"]
+    return (
+        f"**{benchmark['kind']}**: our path at `{benchmark['earlier_commit'][:7]}` against "
+        f"`{(benchmark.get('git_commit') or '?')[:7]}`, on {m['cpu']} ({m['cores']} cores, CPU capability "
+        f"{m['cpu_capability']}), in {benchmark['precision']}; {benchmark['rounds']} trainings per commit and "
+        "workload, the commits alternating, each in its own process under the same allocator."
+    )
