@@ -116,7 +116,6 @@ def main(argv=None) -> int:
         "earlier_commit": earlier,
         "precision": precision,
         "kind": machine_kind(precision),
-        "worktree_clean": not git("status", "--porcelain", "--untracked-files=no"),
         "rounds": args.rounds,
         "rows": rows,
     }

@@ -233,6 +233,7 @@ def test_the_commit_comparison_shows_each_workload_at_both_commits_with_its_spre
         assert table.loc[row["row"], "round by round"] == f"{min(per_round):.2f}–{max(per_round):.2f}"
     note = commit_note(comparison)
     assert f"`{earlier}` against `{now}`" in note and comparison["machine"]["cpu"] in note
+    assert ("with uncommitted changes" in note) == comparison["git_commit"].endswith("-dirty")
 
 
 def test_the_commit_comparison_names_a_revision_that_is_no_commit_before_it_starts():

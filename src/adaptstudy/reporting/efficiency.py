@@ -296,10 +296,11 @@ def commit_table(benchmark: dict) -> pd.DataFrame:
 
 def commit_note(benchmark: dict) -> str:
     """Where and how the two commits were compared."""
-    m = benchmark["machine"]
+    m, now = benchmark["machine"], benchmark.get("git_commit") or "?"
+    dirty = " with uncommitted changes" if now.endswith("-dirty") else ""
     return (
         f"**{benchmark['kind']}**: our path at `{benchmark['earlier_commit'][:7]}` against "
-        f"`{(benchmark.get('git_commit') or '?')[:7]}`, on {m['cpu']} ({m['cores']} cores, CPU capability "
+        f"`{now[:7]}`{dirty}, on {m['cpu']} ({m['cores']} cores, CPU capability "
         f"{m['cpu_capability']}), in {benchmark['precision']}; {benchmark['rounds']} trainings per commit and "
         "workload, the commits alternating, each in its own process under the same allocator."
     )
