@@ -152,6 +152,29 @@ def learned_on_selection(record: dict) -> bool:
     return bool(record["selection_metrics"][base.check] > base.check_constant + base.margin)
 
 
+def selection_failures(chosen: pd.DataFrame, keys: list[str], test=None) -> dict[tuple, str]:
+    """Per group of `keys` among the selection seed's runs at their chosen settings (`chosen`): the evidence, where
+    its run learned nothing on the split that chose — the only ground on which a claim sets a unit aside (see
+    `claims`). `test(row) -> (score, Baseline, learned)` checks a run's row (default: its record's selection split;
+    a multi-task run's row names the task it checks)."""
+    test = test or (lambda row: _on_selection(row["record"]))
+    failures = {}
+    for _, row in chosen.iterrows():
+        score, base, learned = test(row)
+        if not learned:
+            rate = row["record"]["config"]["learning_rate"]
+            failures[tuple(row[k] for k in keys)] = (
+                f"the selection seed's run at lr {rate:g} scored {score:.1f} {base.check} on the split that chose, not "
+                f"above the constant's {base.check_constant:.1f} by its noise margin {base.margin:.1f}"
+            )
+    return failures
+
+
+def _on_selection(record: dict) -> tuple[float, Baseline, bool]:
+    base = selection_baseline(record)
+    return record["selection_metrics"][base.check], base, learned_on_selection(record)
+
+
 def flag_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """Runs (single-task, or a multi-task record's row for one of its tasks) with `constant` (the main metric of the
     constant prediction on their reported split) and `learned_nothing`."""

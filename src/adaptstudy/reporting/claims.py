@@ -1,6 +1,11 @@
-"""Claims, written down before the runs that judge them: the paper's sentence and where it stands, what it reports,
-the effect we measure and the rule that decides (`evidence.Rule`). Each chapter declares its claims in its claims
-module (`declare`) and judges them on its runs (`Verdict`); the scorecard lists every declared claim.
+"""Claims declared before the runs that judge them, as data (`declarations`): each chapter's `claims.yaml` holds
+every claim's design and ledger; its code builds the units' arms from the runs and `verdict_of` judges them under
+the design — which units enter, the regime for runs that learned nothing, the quantity, the rule.
+
+One regime for runs that learned nothing, in every chapter (`declarations.COLLAPSE["count"]`): a unit is set aside
+only on selection-stage evidence (an arm's `set_aside`: the selection seed's run at its chosen setting learned
+nothing on the selection split), never on reported runs; a reported run that learned nothing counts with its score
+and the verdict says how many it rests on. A declared unit with no runs makes the claim not testable ("not run").
 
 A chapter that chose settings (a learning rate, an adapter size) on the selection seed reports the other seeds
 only (`reported`): a verdict never rests on the runs that chose.
@@ -8,77 +13,203 @@ only (`reported`): a verdict never rests on the runs that chose.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from adaptstudy.common.registry import Registry
 from adaptstudy.reporting.baselines import reported_labels
+from adaptstudy.reporting.declarations import Declared, Design, load_declaration
 from adaptstudy.reporting.evidence import VERDICTS, Arm, Judgement, Rule, Unit, all_of, format_reasons, judge
 from adaptstudy.runs.predictions import decode
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper: `key` (chapter.name), the paper, its sentence and where it stands, what it reports,
-    the effect we measure (points unless said) and the decision rule; `chapter` is the book page that judges it."""
+    """One declared claim: `key` (chapter.name), the source, and its declaration (design and ledger)."""
 
     key: str
     paper: str
-    sentence: str
-    where: str
-    published: str
-    effect: str
-    rule: Rule
-    chapter: str
+    declared: Declared
+
+    @property
+    def chapter(self) -> str:
+        return self.key.split(".")[0]
+
+    @property
+    def design(self) -> Design:
+        return self.declared.design
+
+    @property
+    def sentence(self) -> str:
+        return self.declared.sentence
+
+    @property
+    def where(self) -> str:
+        return self.declared.where
+
+    @property
+    def published(self) -> str:
+        return self.declared.published
+
+    @property
+    def effect(self) -> str:
+        return self.declared.effect
+
+    @property
+    def rule(self) -> Rule:
+        return self.declared.decision
 
 
 CLAIMS: Registry[Claim] = Registry("claim")
 
 
-def declare(key: str, paper: str, sentence: str, where: str, published: str, effect: str, rule: Rule) -> Claim:
-    """A claim, registered under `key` (its chapter is the key's first part)."""
-    if key in CLAIMS:
-        raise ValueError(f"claim {key!r} is declared twice")
-    return CLAIMS.add(key, Claim(key, paper, sentence, where, published, effect, rule, key.split(".")[0]))
+def declare_chapter(path: str | os.PathLike, chapter: str) -> dict[str, Claim]:
+    """Register every claim of the declaration file at `path` under `chapter.name`; the chapter's claims by name."""
+    declaration = load_declaration(path)
+    claims = {}
+    for name, declared in declaration.claims.items():
+        key = f"{chapter}.{name}"
+        if key in CLAIMS:
+            raise ValueError(f"claim {key!r} is declared twice")
+        claims[name] = CLAIMS.add(key, Claim(key, declaration.paper, declared))
+    return claims
+
+
+def chapter_claims(chapter: str) -> dict[str, Claim]:
+    """The claims a chapter's declaration file holds, by name (`declare_chapter` beside the chapter's code)."""
+    return {k.split(".", 1)[1]: CLAIMS.get(k) for k in CLAIMS if k.split(".")[0] == chapter}
+
+
+def declaration_path(module_file: str) -> Path:
+    """A chapter's declaration file: `claims.yaml` beside its code."""
+    return Path(module_file).with_name("claims.yaml")
 
 
 @dataclass
 class Verdict:
-    """A claim judged on runs: one judgement per comparison it needs (all must hold; `names` tell them apart), the
-    runs behind it, and what a reader needs beside the verdict (`detail`; `why` overrides the verdict with
-    `not testable`)."""
+    """A claim judged on runs under a design (its current one unless given): `comparisons` are the units the chapter
+    could build, by comparison name; the design decides which enter and how (see the module docstring). `detail`
+    says what a reader needs beside the verdict; `why` makes it not testable for a reason outside the runs (a claim
+    it rests on)."""
 
     claim: Claim
-    judgements: list[Judgement]
-    names: list[str] = field(default_factory=list)
-    run_ids: set[str] = field(default_factory=set)
+    comparisons: dict[str, list[Unit]]
     detail: str = ""
     why: str = ""
+    design: Design | None = None
+
+    def __post_init__(self):
+        self.design = self.design or self.claim.design
+
+    def under(self, design: Design) -> Verdict:
+        """The same runs judged under another design (an earlier one of the claim's ledger)."""
+        return dataclasses.replace(self, design=design)
+
+    def history(self) -> list[tuple[str, str]]:
+        """('declared 2026-11-25', verdict), then one pair per amendment: the verdict under each design the ledger
+        names, the last being this one."""
+        ledger = self.claim.declared.ledger
+        return [
+            (f"{e.event} {e.date:%Y-%m-%d}", self.under(self.claim.declared.design_at(i)).verdict)
+            for i, e in enumerate(ledger)
+        ]
+
+    @cached_property
+    def _judged(self) -> tuple[list[str], list[Judgement], dict[str, list[str]], list[tuple[str, str, str]]]:
+        """(names, judgements, reasons the claim is not testable, (comparison, unit, why) of the units left out)."""
+        d = self.design
+        names, judgements, reasons, left_out = [], [], {}, []
+        for name in d.comparisons:
+            built = {u.name: u for u in self.comparisons.get(name, [])}
+            missing = [u for u in d.units if u not in built]
+            units = [built[u] for u in d.units if u in built]
+            if d.quantity == "measured":  # the bootstrap recomputes metrics, not seconds
+                units = [dataclasses.replace(u, measured=True) for u in units]
+            units, out = _regime(units, d.collapse)
+            left_out += [(name, unit, why) for unit, why in out]
+            judgement = judge(units, d.decision)
+            if missing:
+                reasons.setdefault("not run", []).extend(f"{_named(name)}{u}" for u in missing)
+                judgement = dataclasses.replace(judgement, verdict="not testable")
+            if d.collapse == "block" and judgement.collapsed:
+                reasons.setdefault("learned nothing", []).extend(judgement.collapsed)
+                judgement = dataclasses.replace(judgement, verdict="not testable")
+            for reason, parts in judgement.reasons.items():
+                reasons.setdefault(reason, []).extend(parts)
+            names.append(name)
+            judgements.append(judgement)
+        return names, judgements, reasons, left_out
+
+    @property
+    def names(self) -> list[str]:
+        return self._judged[0]
+
+    @property
+    def judgements(self) -> list[Judgement]:
+        return self._judged[1]
+
+    @property
+    def left_out(self) -> list[str]:
+        """The declared units that did not enter, each with why (set aside on selection-stage evidence, or under a
+        superseded regime left out at chance), named by comparison where there are several; one reason given once."""
+        merged: dict[str, list[str]] = {}
+        for name, unit, why in self._judged[3]:
+            merged.setdefault(why, []).append(f"{_named(name)}{unit}")
+        return [f"{', '.join(dict.fromkeys(units))}: {why}" for why, units in merged.items()]
+
+    @property
+    def run_ids(self) -> set[str]:
+        return {r for j_units in self._used_units() for u in j_units for arm in u.arms() for r in arm.run_ids}
+
+    def _used_units(self) -> list[list[Unit]]:
+        left = {(name, unit) for name, unit, _ in self._judged[3]}
+        return [
+            [u for u in self.comparisons.get(n, []) if u.name in self.design.units and (n, u.name) not in left]
+            for n in self.names
+        ]
+
+    def used_units(self) -> list[str]:
+        """The units the verdict rests on, once each."""
+        return list(dict.fromkeys(u.name for units in self._used_units() for u in units))
+
+    def collapsed(self) -> list[str]:
+        """The units whose counted runs include some that learned nothing, with how many ('rte (3 runs)'; named by
+        comparison where there are several)."""
+        return list(dict.fromkeys(f"{_named(n)}{c}" for n, j in zip(self.names, self.judgements) for c in j.collapsed))
 
     @property
     def verdict(self) -> str:
-        return "not testable" if self.why else all_of(self.judgements)
-
-    def _merged_reasons(self) -> dict[str, list[str]]:
-        """Each reason the comparisons give, with the parts it names, once each."""
-        merged: dict[str, list[str]] = {}
-        for j in self.judgements:
-            for reason, parts in j.reasons.items():
-                merged.setdefault(reason, [])
-                merged[reason] += [p for p in parts if p not in merged[reason]]
-        return merged
+        if self.why or self._judged[2]:
+            return "not testable"
+        return all_of(self.judgements)
 
     def reasons(self) -> str:
         """Why the verdict is not testable, merged over the comparisons."""
-        return "; ".join(filter(None, [self.why, format_reasons(self._merged_reasons())]))
+        return "; ".join(filter(None, [self.why, format_reasons(self._judged[2])]))
 
     def reason_kinds(self) -> list[str]:
-        """The reasons without the tasks they name ('learned nothing', 'fewer than 3 reported seeds', `why`), to count
-        what keeps claims from being judged."""
+        """The reasons without the units they name ('learned nothing', 'not run', `why`), to count what keeps claims
+        from being judged."""
         kinds = [self.why] if self.why else []
-        return kinds + [r for r in self._merged_reasons() if r not in kinds]
+        return kinds + [r for r in self._judged[2] if r not in kinds]
+
+    def rests_on(self) -> str:
+        """What the verdict rests on and what it left out, in one line: every verdict says it, not only the
+        untestable ones."""
+        used = self.used_units()
+        parts = [f"{len(used)} of {len(self.design.units)} units: {', '.join(used) or 'none'}"]
+        if self.left_out:
+            parts.append("left out: " + "; ".join(self.left_out))
+        if collapsed := self.collapsed():
+            parts.append("counted, though they learned nothing: " + ", ".join(collapsed))
+        return "; ".join(parts)
 
     def effects(self) -> str:
         """Each comparison's effect and interval, named where there are several."""
@@ -86,50 +217,53 @@ class Verdict:
             return self.judgements[0].interval()
         return "; ".join(f"{n}: {j.interval()}" for n, j in zip(self.names, self.judgements)) or "–"
 
+    def detectable(self) -> float:
+        """The smallest effect the design detects with 80% power (the largest over its comparisons)."""
+        values = [j.detectable() for j in self.judgements]
+        return float(np.nanmax(values)) if values and not np.all(np.isnan(values)) else np.nan
+
+    def published_inside(self) -> str:
+        """Whether the source's figure (in our effect's units, where the design gives one) lies inside our interval:
+        'inside', 'outside', or '–'."""
+        figure = self.design.published_effect
+        if figure is None or not self.judgements:
+            return "–"
+        lows, highs = [j.low for j in self.judgements], [j.high for j in self.judgements]
+        if any(np.isnan(x) for x in lows + highs):
+            return "–"
+        return "inside" if all(lo <= figure <= hi for lo, hi in zip(lows, highs)) else "outside"
+
+
+def _regime(units: list[Unit], collapse: str) -> tuple[list[Unit], list[tuple[str, str]]]:
+    """The units a regime lets in, and those it leaves out with why: `count` sets aside the units an arm of which
+    carries selection-stage evidence; the superseded `drop` left out the units with a reported run at chance;
+    `include` and `block` let every unit in (`block` then makes a unit with such a run untestable)."""
+    if collapse == "count":
+        out = {u.name: "; ".join(dict.fromkeys(a.set_aside for a in u.arms() if a.set_aside)) for u in units}
+        return [u for u in units if not out[u.name]], [(n, f"set aside ({why})") for n, why in out.items() if why]
+    if collapse == "drop":
+        return [u for u in units if not u.collapsed()], [(u.name, "a run at chance") for u in units if u.collapsed()]
+    return units, []
+
+
+def _named(comparison: str) -> str:
+    return f"{comparison}: " if comparison else ""
+
 
 def verdict_of(
     claim: Claim, comparisons: dict[str, Sequence[Unit]] | Sequence[Unit], detail: str = "", why: str = ""
 ) -> Verdict:
     """Judge `claim` on one comparison (a list of units), or on several named ones that must all hold."""
     named = comparisons if isinstance(comparisons, dict) else {"": comparisons}
-    judgements = [judge(units, claim.rule) for units in named.values()]
-    run_ids = {r for units in named.values() for u in units for arm in u.arms() for r in arm.run_ids}
-    return Verdict(claim, judgements, list(named), run_ids, detail, why)
+    return Verdict(claim, {name: list(units) for name, units in named.items()}, detail, why)
 
 
-def learned_units(units: Sequence[Unit]) -> tuple[list[Unit], str]:
-    """The units none of whose runs learned nothing, and a note naming those left out: a claim over many cells (every
-    k, every training size) rests on the cells where both sides learned, and says which it left out at chance."""
-    kept = [u for u in units if not any(arm.learned_nothing for arm in u.arms())]
-    out = [_at_chance(u) for u in units if any(arm.learned_nothing for arm in u.arms())]
-    return kept, (f"left out, a run at chance: {', '.join(out)}" if out else "")
-
-
-def learned_groups(groups: dict[str, Sequence[Unit]]) -> tuple[dict[str, list[Unit]], str]:
-    """`learned_units` for each named comparison of a claim (each size, each component), with one note."""
-    kept = {name: learned_units(units) for name, units in groups.items()}
-    return {name: units for name, (units, _) in kept.items()}, "; ".join(
-        f"{name}: {out}" for name, (_, out) in kept.items() if out
-    )
-
-
-def _at_chance(unit: Unit) -> str:
-    """'cb (st-a)': the unit, and which of its named arms learned nothing."""
-    named = [a.name for a in unit.arms() if a.learned_nothing and a.name]
-    return f"{unit.name} ({', '.join(named)})" if named else unit.name
-
-
-def verdict_over_learned(claim: Claim, units: Sequence[Unit], detail: str = "") -> Verdict:
-    """`verdict_of` over the units where every run learned (`learned_units`), naming those left out in the detail:
-    a target whose runs sit at chance cannot say whether one arm beats the other, but need not silence the rest."""
-    kept, out = learned_units(units)
-    return verdict_of(claim, kept, detail="; ".join(filter(None, [out, detail])))
-
-
-def arm(runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "learned_nothing") -> Arm:
+def arm(
+    runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "learned_nothing", set_aside: str = ""
+) -> Arm:
     """The arm of these runs: their scores, how many learned nothing, their run ids, and their predictions with the
     labels when every run stored them on the same examples (for the bootstrap over examples), in the runs' main
-    metric when `score` is it."""
+    metric when `score` is it; `set_aside` carries the selection-stage evidence against its setting, if any."""
     records = list(runs["record"]) if "record" in runs else []
     stored = [r.get("predictions") for r in records]
     shared = bool(records) and all(stored) and len({s["examples_sha256"] for s in stored}) == 1
@@ -142,10 +276,21 @@ def arm(runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "le
         tuple(runs["run_id"]) if "run_id" in runs else (),
         main[0] if len(main) == 1 else None,
         runs["label"].iloc[0] if "label" in runs and runs["label"].nunique() == 1 else "",
+        set_aside,
     )
 
 
-VERDICT_COLUMNS = ["claim", "where", "paper reports", "ours: effect [95% CI]", "seeds", "rule", "verdict", "why"]
+VERDICT_COLUMNS = [
+    "claim",
+    "verdict",
+    "ours: effect [95% CI]",
+    "rule",
+    "rests on",
+    "why",
+    "seeds",
+    "where",
+    "paper reports",
+]
 
 
 def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
@@ -164,6 +309,7 @@ def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
                 "rule": f"{v.claim.effect}: {v.claim.rule}",
                 "verdict": v.verdict,
                 "why": "; ".join(filter(None, [v.reasons(), v.detail])) or "–",
+                "rests on": v.rests_on(),
             }
         )
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)

@@ -11,8 +11,12 @@ runs err on different examples, their example noise is already in the spread ove
 percentile bootstrap over seeds alone is not used: its variance is (n − 1)/n of the sample's, so with 3 seeds its
 "95%" interval is about as wide as a t-interval at 89%, and it never reaches beyond the seeds observed.
 
-A comparison is **not testable** when an arm has fewer than `MIN_SEEDS` reported seeds or a run that learned
-nothing; otherwise the rule reads the interval: **holds**, **does not hold**, or **inconclusive**.
+The bootstrap widens only an effect in a metric the stored predictions recompute (`Unit.metric`); an effect in a
+measured quantity (seconds, an accuracy after an early epoch) has the interval over seeds alone.
+
+A comparison is **not testable** when an arm has fewer than `MIN_SEEDS` reported seeds; otherwise the rule reads the
+interval: **holds**, **does not hold**, or **inconclusive**. Runs that learned nothing are counted, not judged, here:
+what a claim does with them is its declaration's (`claims`), one regime for every chapter.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ class Arm:
     run_ids: tuple[str, ...] = ()
     metric: str | None = None  # the metric `scores` are in, which the bootstrap recomputes from `predictions`
     name: str = ""  # what the arm is (a method's label), for the notes that name it
+    set_aside: str = ""  # selection-stage evidence that this arm's chosen setting learned nothing, where there is
 
     def __post_init__(self):
         self.scores = np.asarray(self.scores, dtype=float)
@@ -83,6 +88,7 @@ class Unit:
     offset: float = 0.0
     labels: np.ndarray | None = None
     metric: str | None = None
+    measured: bool = False  # the effect is in a measured quantity (seconds): no bootstrap over examples
 
     def __post_init__(self):
         if self.metric is None:
@@ -92,11 +98,12 @@ class Unit:
     def arms(self) -> list[Arm]:
         return [arm for _, arm in self.terms]
 
+    def collapsed(self) -> int:
+        """How many of the unit's runs learned nothing."""
+        return int(sum(arm.learned_nothing for arm in self.arms()))
+
     def testable(self) -> tuple[str, str] | None:
         """Why the unit cannot be judged, as (reason, this unit's part of it), or None."""
-        collapsed = sum(arm.learned_nothing for arm in self.arms())
-        if collapsed:
-            return "learned nothing", f"{self.name} ({collapsed} run{'s' if collapsed > 1 else ''})"
         thin = min(len(arm.scores) for arm in self.arms())
         if thin < MIN_SEEDS:
             return f"fewer than {MIN_SEEDS} reported seeds", f"{self.name} ({thin})"
@@ -117,7 +124,14 @@ class Unit:
         return labels[0]
 
     def has_predictions(self) -> bool:
-        return self.shared_labels() is not None and all(arm.predictions is not None for arm in self.arms())
+        """Whether the bootstrap over examples can recompute this unit's effect: a metric, shared labels, and every
+        arm's predictions."""
+        return (
+            not self.measured
+            and self.metric is not None
+            and self.shared_labels() is not None
+            and all(arm.predictions is not None for arm in self.arms())
+        )
 
 
 def contrast(name: str, a: Arm, b: Arm | float, *, labels: np.ndarray | None = None, metric: str | None = None) -> Unit:
@@ -131,7 +145,8 @@ def contrast(name: str, a: Arm, b: Arm | float, *, labels: np.ndarray | None = N
 @dataclass
 class Judgement:
     """A comparison judged: effect, interval, the fewest reported seeds of any arm, verdict, and how it was
-    reached (`method`); `why` says what made it not testable."""
+    reached (`method`); `why` says what made it not testable; `se` and `df` give the interval's scale (for the
+    smallest effect it could detect); `collapsed` names the units with runs that learned nothing ('rte (3 runs)')."""
 
     effect: float
     low: float
@@ -141,6 +156,16 @@ class Judgement:
     method: str
     reasons: dict[str, list[str]] = field(default_factory=dict)
     units: list[tuple[str, Judgement]] = field(default_factory=list)
+    se: float = np.nan
+    df: float = np.nan
+    collapsed: list[str] = field(default_factory=list)
+
+    def detectable(self, power: float = 0.8) -> float:
+        """The smallest true effect (points) this design detects with `power` at the 95% level: (t₀.₉₇₅ + t_power)
+        × the interval's standard error, on its degrees of freedom."""
+        if np.isnan(self.se):
+            return np.nan
+        return float((stats.t.ppf(0.5 + LEVEL / 2, self.df) + stats.t.ppf(power, self.df)) * self.se)
 
     @property
     def why(self) -> str:
@@ -167,9 +192,10 @@ def judge(units: Sequence[Unit], rule: Rule, resamples: int = RESAMPLES, seed: i
     for u in units:
         if (why := u.testable()) is not None:
             reasons.setdefault(why[0], []).append(why[1])
-    low, high, method = _interval(units, resamples, seed)
+    low, high, method, se, df = _interval(units, resamples, seed)
     verdict = "not testable" if reasons else rule.verdict(low, high)
-    judgement = Judgement(effect, low, high, seeds, verdict, method, reasons)
+    collapsed = [f"{u.name} ({n} run{'s' if n > 1 else ''})" for u in units if (n := u.collapsed())]
+    judgement = Judgement(effect, low, high, seeds, verdict, method, reasons, se=se, df=df, collapsed=collapsed)
     if len(units) > 1:
         judgement.units = [(u.name, judge([u], rule, resamples, seed)) for u in units]
     return judgement
@@ -191,8 +217,9 @@ def all_of(judgements: Sequence[Judgement]) -> str:
     return "holds" if all(v == "holds" for v in verdicts) else "inconclusive"
 
 
-def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, float, str]:
-    """The 95% interval of the effect (see the module docstring) and the name of the method."""
+def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, float, str, float, float]:
+    """The 95% interval of the effect (see the module docstring), the name of the method, its standard error and
+    degrees of freedom."""
     n_units = len(units)
     parts = [  # (variance of each weighted arm mean, its degrees of freedom), scaled to the mean over units
         (w**2 * arm.scores.var(ddof=1) / len(arm.scores) / n_units**2, len(arm.scores) - 1)
@@ -201,7 +228,7 @@ def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, 
         if len(arm.scores) > 1
     ]
     if len(parts) < len(sum((u.arms() for u in units), [])):
-        return np.nan, np.nan, "fewer than 2 seeds in an arm: no interval"
+        return np.nan, np.nan, "fewer than 2 seeds in an arm: no interval", np.nan, np.nan
     seed_var = sum(v for v, _ in parts)
     df = seed_var**2 / sum(v**2 / d for v, d in parts) if seed_var > 0 else np.inf
     method = "Welch t-interval over seeds"
@@ -209,9 +236,10 @@ def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, 
     if all(u.has_predictions() for u in units):
         example_var = float(np.var(_example_bootstrap(units, resamples, seed), ddof=1))
         method += f", widened by a paired bootstrap over evaluation examples ({resamples} resamples)"
-    half = stats.t.ppf(0.5 + LEVEL / 2, df) * np.sqrt(seed_var + example_var)
+    se = float(np.sqrt(seed_var + example_var))
+    half = stats.t.ppf(0.5 + LEVEL / 2, df) * se
     effect = float(np.mean([u.effect() for u in units]))
-    return effect - half, effect + half, method
+    return effect - half, effect + half, method, se, float(df)
 
 
 def _example_bootstrap(units: Sequence[Unit], resamples: int, seed: int) -> np.ndarray:

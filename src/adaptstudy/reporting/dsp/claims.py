@@ -7,66 +7,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.reporting.claims import Verdict, arm, declare, verdict_of, verdict_table
+from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of, verdict_table
 from adaptstudy.reporting.dsp.tables import pretraining_cost
 from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast, judge
 
-PAPER = "Gururangan et al. 2020"
-DAPT_HELPS = declare(
-    "dsp.dapt",
-    PAPER,
-    "Domain-adaptive pretraining (DAPT) improves over the pretrained model on the domain's tasks",
-    "Table 3",
-    "gains on all 8 tasks, e.g. IMDb 95.0 → 95.4, Helpfulness 65.1 → 66.5 (RoBERTa-base)",
-    "mean over tasks of DAPT − baseline (full model)",
-    Rule("above", 0.0),
-)
-DAPT_DOMAIN = declare(
-    "dsp.dapt-domain",
-    PAPER,
-    "DAPT's gain comes from the domain, not from more masked-LM training: DAPT beats a matched control",
-    "§3 (domain relevance), Table 3",
-    "the paper's control is ¬DAPT on an irrelevant domain; ours adds continued MLM on general text of neither domain "
-    "(`neutral`) with DAPT's steps, rate and batch",
-    "mean over tasks of DAPT − control (full model)",
-    Rule("above", 0.0),
-)
-TAPT_HELPS = declare(
-    "dsp.tapt",
-    PAPER,
-    "Task-adaptive pretraining (TAPT) improves over the pretrained model",
-    "Table 5",
-    "gains on all 8 tasks (RoBERTa-base)",
-    "mean over tasks of TAPT − baseline (full model)",
-    Rule("above", 0.0),
-)
-BOTH_BEST = declare(
-    "dsp.dapt-tapt",
-    PAPER,
-    "DAPT followed by TAPT is best: above DAPT and above TAPT",
-    "Table 5",
-    "best on every task (RoBERTa-base)",
-    "per condition: mean over tasks of DAPT+TAPT − it (full model)",
-    Rule("above", 0.0),
-)
-NOT_DAPT = declare(
-    "dsp.not-dapt",
-    PAPER,
-    "Pretraining on another domain (¬DAPT) does worse than DAPT",
-    "Table 3",
-    "¬DAPT below DAPT on every task (RoBERTa-base)",
-    "mean over tasks of DAPT − ¬DAPT (full model)",
-    Rule("above", 0.0),
-)
-ADAPTER_DAPT = declare(
-    "dsp.adapter-dapt",
-    "Adapt or Die (report)",
-    "An adapter pretrained on the domain gains as much as the full model's DAPT",
-    "report, DAPT with adapters",
-    "adapters recover DAPT's gains at a fraction of the trained parameters",
-    "mean over tasks of the adapter's DAPT gain − the full model's (both over their own baseline)",
-    Rule("above", -1.0),
-)
+DECLARED = declare_chapter(declaration_path(__file__), "dsp")
+DAPT_HELPS = DECLARED["dapt"]
+DAPT_DOMAIN = DECLARED["dapt-domain"]
+TAPT_HELPS = DECLARED["tapt"]
+BOTH_BEST = DECLARED["dapt-tapt"]
+NOT_DAPT = DECLARED["not-dapt"]
+ADAPTER_DAPT = DECLARED["adapter-dapt"]
 ADAPTER_VARIANT = "pfeiffer adapter, seq_bn pretrained (continue)"
 
 

@@ -11,11 +11,11 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.baselines import flag_runs
-from adaptstudy.reporting.claims import Verdict, arm, declare, verdict_of, verdict_table
+from adaptstudy.reporting.baselines import flag_runs, selection_failures
+from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of, verdict_table
 from adaptstudy.reporting.common import config_column, format_mean_sd, reported
-from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast, judge
-from adaptstudy.reporting.houlsby.tables import best_sizes, reported_at_chosen_rates
+from adaptstudy.reporting.evidence import Arm, Unit, contrast, judge
+from adaptstudy.reporting.houlsby.tables import SELECTION_SEED, at_chosen_rates, best_sizes, reported_at_chosen_rates
 from adaptstudy.reporting.published import HOULSBY_COURSE, published_frame
 
 FAMILIES = {
@@ -117,89 +117,16 @@ def plot_init(frame: pd.DataFrame):
     return ax
 
 
-PAPER = "Houlsby et al. 2019"
-PARITY = declare(
-    "houlsby.parity",
-    PAPER,
-    "Adapters (the best size per task) come within about 0.4 points of full fine-tuning",
-    "Table 1",
-    "−0.4 (BERT-large, GLUE test, 9 tasks); course reproduction (BERT-base, dev accuracy): MRPC +0.8 (85.8 vs "
-    "85.0), CoLA −0.9 (81.8 vs 82.7)",
-    "mean over tasks of adapters (best size) − full fine-tuning",
-    Rule("above", -1.0),
-)
-PARITY_64 = declare(
-    "houlsby.parity-64",
-    PAPER,
-    "Adapters of size 64 come within a point of full fine-tuning",
-    "Table 1",
-    "−0.8 (BERT-large, GLUE test)",
-    "mean over tasks of adapters (size 64) − full fine-tuning",
-    Rule("above", -1.0),
-)
-TOP_K = declare(
-    "houlsby.top-k",
-    PAPER,
-    "Adapters beat fine-tuning the top k layers with no more trained parameters",
-    "Figures 3–4",
-    "adapters above top-k at every budget (BERT-base, MNLI/CoLA)",
-    "mean over (task, k) of the largest adapter within top-k's budget − top-k",
-    Rule("above", 0.0),
-)
-SIZE = declare(
-    "houlsby.size",
-    PAPER,
-    "Performance is robust to the adapter size",
-    "Section 3.6, Figure 5",
-    "mean validation accuracy 8: 86.2, 64: 85.8, 256: 85.3 (BERT-large)",
-    "mean over tasks of size 8 − size 256",
-    Rule("within", 1.0),
-)
-ONE_LAYER = declare(
-    "houlsby.ablation-one",
-    PAPER,
-    "Removing the adapters of any single layer costs little (at most 2 points)",
-    "Figure 6",
-    "at most 2 points (BERT-base, MNLI/CoLA)",
-    "mean over tasks of the largest drop from removing one layer's adapters",
-    Rule("below", 2.0),
-)
-ALL_LAYERS = declare(
-    "houlsby.ablation-all",
-    PAPER,
-    "Removing every adapter falls to the majority-class level",
-    "Figure 6",
-    "majority class (BERT-base, MNLI/CoLA)",
-    "mean over tasks of the score without adapters − the constant prediction's",
-    Rule("within", 5.0),
-)
-LOWER_LAYERS = declare(
-    "houlsby.ablation-lower",
-    PAPER,
-    "Adapters of the lower layers matter less than those of the upper layers",
-    "Figure 6",
-    "removing lower layers' adapters costs less (BERT-base)",
-    "mean over tasks of the score without the lower half's adapters − without the upper half's",
-    Rule("above", 0.0),
-)
-INIT_STABLE = declare(
-    "houlsby.init-stable",
-    PAPER,
-    "Performance is stable for initialisation std up to 1e-2",
-    "Figure 6 (right)",
-    "flat up to 1e-2 (BERT-base, MNLI/CoLA)",
-    "mean over tasks of std 1e-2 − the smallest std",
-    Rule("within", 1.0),
-)
-INIT_DEGRADES = declare(
-    "houlsby.init-degrades",
-    PAPER,
-    "Performance degrades with initialisation std above 1e-2",
-    "Figure 6 (right)",
-    "lower above 1e-2, most on CoLA",
-    "mean over tasks of the smallest std − the largest",
-    Rule("above", 0.0),
-)
+DECLARED = declare_chapter(declaration_path(__file__), "houlsby")
+PARITY = DECLARED["parity"]
+PARITY_64 = DECLARED["parity-64"]
+TOP_K = DECLARED["top-k"]
+SIZE = DECLARED["size"]
+ONE_LAYER = DECLARED["ablation-one"]
+ALL_LAYERS = DECLARED["ablation-all"]
+LOWER_LAYERS = DECLARED["ablation-lower"]
+INIT_STABLE = DECLARED["init-stable"]
+INIT_DEGRADES = DECLARED["init-degrades"]
 
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
@@ -210,8 +137,10 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     best = best_sizes(runs)
     metric = runs.groupby("task")["main_metric"].first().to_dict() if not runs.empty else {}
 
+    aside = set_aside(runs)
+
     def cells(task: str, label: str) -> Arm:
-        return arm(table[(table["task"] == task) & (table["label"] == label)])
+        return arm(table[(table["task"] == task) & (table["label"] == label)], set_aside=aside.get((task, label), ""))
 
     tasks = sorted(set(table.loc[table["label"] == "full", "task"]))
     sized = [t for t in tasks if {"houlsby-8", "houlsby-256"} <= set(table.loc[table["task"] == t, "label"])]
@@ -220,11 +149,11 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
             PARITY, [contrast(t, cells(t, best[t]), cells(t, "full"), metric=metric[t]) for t in tasks if t in best]
         ),
         verdict_of(PARITY_64, [contrast(t, cells(t, "houlsby-64"), cells(t, "full"), metric=metric[t]) for t in tasks]),
-        verdict_of(TOP_K, _top_k_units(runs)),
+        verdict_of(TOP_K, _top_k_units(runs, aside)),
         verdict_of(
             SIZE, [contrast(t, cells(t, "houlsby-8"), cells(t, "houlsby-256"), metric=metric[t]) for t in sized]
         ),
-        *_ablation_verdicts(runs),
+        *_ablation_verdicts(runs, aside),
         *_init_verdicts(runs),
     ]
 
@@ -278,7 +207,14 @@ def course_reproduction(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _top_k_units(runs: pd.DataFrame) -> list[Unit]:
+def set_aside(runs: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """Per (task, label) whose selection-seed run at its chosen rate learned nothing on the selection split: the
+    evidence (the one ground on which a claim sets a task aside)."""
+    chosen = at_chosen_rates(runs, labels=None)
+    return selection_failures(chosen[chosen["seed"] == SELECTION_SEED], ["task", "label"])
+
+
+def _top_k_units(runs: pd.DataFrame, aside: dict[tuple[str, str], str]) -> list[Unit]:
     """Per task and k: the largest adapter within top-k's trained parameters against top-k, each at its chosen
     rate, over the reported seeds."""
     frame = tradeoff_frame(runs)
@@ -292,23 +228,28 @@ def _top_k_units(runs: pd.DataFrame) -> list[Unit]:
                 continue
             a = cheaper.idxmax()
             units.append(
-                contrast(f"{task} {label} vs {a}", arm(group[group["label"] == a]), arm(group[group["label"] == label]))
+                contrast(
+                    f"{task} {label} vs {a}",
+                    arm(group[group["label"] == a], set_aside=aside.get((task, a), "")),
+                    arm(group[group["label"] == label], set_aside=aside.get((task, label), "")),
+                )
             )
     return units
 
 
-def _ablation_verdicts(runs: pd.DataFrame) -> list[Verdict]:
-    """The layer ablation: per task, each reported seed's ablation record gives one value per claim. A run that
-    learned nothing has nothing for its adapters to carry, so it makes its task's unit not testable, as in Table 1
-    (`runs` come flagged by `verdicts`)."""
+def _ablation_verdicts(runs: pd.DataFrame, aside: dict[tuple[str, str], str]) -> list[Verdict]:
+    """The layer ablation: per task, each reported seed's ablation record gives one value per claim; the ablated
+    adapters' selection evidence (`aside`, by their label) rides along (`runs` come flagged by `verdicts`)."""
     flagged = set(runs.loc[runs["learned_nothing"].astype(bool), "run_id"]) if "learned_nothing" in runs else set()
+    labels = dict(zip(runs["run_id"], runs["label"]))
     one, everything, lower = [], [], []
     for task, records in ablations_by_task(runs).items():
         stats = [_ablation_stats(r) for r in records]
         ids = tuple(r["run_id"] for r in records)
         nothing = sum(r in flagged for r in ids)
+        evidence = "; ".join(sorted({aside.get((task, labels[i]), "") for i in ids} - {""}))
         for claim, values in zip((one, everything, lower), zip(*stats)):
-            claim.append(contrast(task, Arm(list(values), learned_nothing=nothing, run_ids=ids), 0.0))
+            claim.append(contrast(task, Arm(list(values), nothing, run_ids=ids, set_aside=evidence), 0.0))
     return [verdict_of(ONE_LAYER, one), verdict_of(ALL_LAYERS, everything), verdict_of(LOWER_LAYERS, lower)]
 
 

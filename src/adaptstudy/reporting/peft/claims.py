@@ -9,70 +9,21 @@ from __future__ import annotations
 import pandas as pd
 
 from adaptstudy.reporting.baselines import flag_runs
-from adaptstudy.reporting.claims import Verdict, arm, declare, verdict_of, verdict_table
+from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of, verdict_table
 from adaptstudy.reporting.common import reported
-from adaptstudy.reporting.evidence import Rule, Unit, contrast
-from adaptstudy.reporting.peft.tables import EARLY_EPOCHS, at_chosen_rates, method_table
-from adaptstudy.reporting.published import PEFT_REPORT, PEFT_REPORT_METHODS, PEFT_REPORT_SETTINGS
+from adaptstudy.reporting.evidence import Unit, contrast
+from adaptstudy.reporting.peft.tables import at_chosen_rates, method_table
+from adaptstudy.reporting.published import PEFT_REPORT_METHODS, PEFT_REPORT_SETTINGS
 
 CHEAP_SHARE = 5.0  # % of the backbone trained: below this a method counts as cheap
 LARGER = "minilm-l6"
-PAPER = PEFT_REPORT
-FULL_BEST = declare(
-    "peft.full-best",
-    PAPER,
-    "Full fine-tuning is the most accurate of the five methods",
-    "results table",
-    "most accurate in all four panels (TinyBERT 84/80, TinyRoBERTa 83/82 at 90%/30% data)",
-    "per other method: mean over panels of full − it",
-    Rule("above", 0.0),
-)
-BITFIT_BEST = declare(
-    "peft.bitfit-best-cheap",
-    PAPER,
-    "BitFit is the most accurate cheap method on the larger backbone",
-    "results table",
-    "TinyRoBERTa: BitFit 82/77 against prompt tuning 70/66",
-    f"per other method training ≤ {CHEAP_SHARE:g}% of {LARGER}: mean over settings of BitFit − it",
-    Rule("above", 0.0),
-)
-BITFIT_FAST = declare(
-    "peft.bitfit-fastest",
-    PAPER,
-    "BitFit has the fastest epoch of the five",
-    "runtime table",
-    "TinyBERT 1 s against 3–6 s for the others (GPU)",
-    "per other method: mean over panels of its epoch seconds − BitFit's (seconds)",
-    Rule("above", 0.0),
-)
-PROMPT_WEAKEST = declare(
-    "peft.prompt-weakest",
-    PAPER,
-    "Prompt tuning (20 tokens) is the least accurate of the five",
-    "results table",
-    "weakest on TinyRoBERTa (70/66); on TinyBERT BitFit is (76/65)",
-    "per other method: mean over panels of it − prompt tuning",
-    Rule("above", 0.0),
-)
-PROMPT_DATA = declare(
-    "peft.prompt-least-data-loss",
-    PAPER,
-    "Prompt tuning loses least going from 90% to 30% of the training data",
-    "results table",
-    "drops TinyBERT: prompt 2, encoder 2, full 4; TinyRoBERTa: full 1, prompt 4",
-    "per other method: mean over backbones of its drop − prompt tuning's drop",
-    Rule("above", 0.0),
-)
-CONVERGENCE = declare(
-    "peft.encoder-only-slower",
-    PAPER,
-    "Freezing the bottom (embedding) layer slows convergence: encoder-only trails full fine-tuning more early on",
-    "training curves",
-    "encoder-only behind after the first epochs, close at the end",
-    f"mean over panels of (full − encoder-only, mean accuracy after epochs 1–{EARLY_EPOCHS}) − (full − encoder-only "
-    "after the last epoch)",
-    Rule("above", 0.0),
-)
+DECLARED = declare_chapter(declaration_path(__file__), "peft")
+FULL_BEST = DECLARED["full-best"]
+BITFIT_BEST = DECLARED["bitfit-best-cheap"]
+BITFIT_FAST = DECLARED["bitfit-fastest"]
+PROMPT_WEAKEST = DECLARED["prompt-weakest"]
+PROMPT_DATA = DECLARED["prompt-least-data-loss"]
+CONVERGENCE = DECLARED["encoder-only-slower"]
 
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.claims import Verdict, declare, verdict_over_learned
-from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast
+from adaptstudy.reporting.across.fusion.claims import DECLARED
+from adaptstudy.reporting.claims import Verdict, verdict_of
+from adaptstudy.reporting.evidence import Arm, Unit, contrast
 
-PAPER = "Pfeiffer et al. 2021"  # as the chapter's other fusion claims name it
 FUSED = "fusion-st-a"  # the column whose attention the figure shows (the N = 1 control's is trivially 1)
 RELATED = {  # fixed before the runs: each target's nearest sources in kind (the paper's MNLI and SICK are not offline)
     "rte": ("cb", "wnli"),  # entailment
@@ -46,28 +46,11 @@ def plot_fusion_attention(matrix: pd.DataFrame):
     return ax
 
 
-FUSION_OWN = declare(
-    "fusion.attends-own",
-    PAPER,
-    "AdapterFusion weighs the target's own adapter above an even share",
-    "Figure 4",
-    "in the last layer most targets put their largest weight on their own adapter (BERT-base; a figure, no numbers)",
-    "mean over targets of the own adapter's mean last-layer attention − 1/N (N adapters fused), in points",
-    Rule("above", 0.0),
-)
-FUSION_RELATED = declare(
-    "fusion.attends-related",
-    PAPER,
-    "AdapterFusion also weighs adapters of related tasks above an even share",
-    "Figure 4",
-    "weight also goes to adapters of tasks related to the target (BERT-base; a figure, no numbers)",
-    "mean over targets of their related adapters' mean last-layer attention − 1/N, in points (related, fixed before "
-    "the runs: RTE and CB: each other and WNLI; MRPC: STS-B; SST-2 and IMDb: each other)",
-    Rule("above", 0.0),
-)
+FUSION_OWN = DECLARED["attends-own"]
+FUSION_RELATED = DECLARED["attends-related"]
 
 
-def _unit(task: str, runs: pd.DataFrame, sources: tuple[str, ...]) -> Unit | None:
+def _unit(task: str, runs: pd.DataFrame, sources: tuple[str, ...], aside: str) -> Unit | None:
     """The target's weight on `sources` (their mean, in points, per run) against an even share; None where no run
     fused any of them."""
     weights = [r["fusion_attention"] for r in runs["record"]]
@@ -77,21 +60,20 @@ def _unit(task: str, runs: pd.DataFrame, sources: tuple[str, ...]) -> Unit | Non
     scores = [100 * np.mean(s) for s in shares]
     even = 100 * np.mean([1 / len(w) for w in weights])
     at_chance = int(runs["learned_nothing"].sum())
-    return contrast(task, Arm(scores, at_chance, run_ids=tuple(runs["run_id"]), name=FUSED), even)
+    return contrast(task, Arm(scores, at_chance, run_ids=tuple(runs["run_id"]), name=FUSED, set_aside=aside), even)
 
 
-def attention_verdicts(cells: pd.DataFrame) -> list[Verdict]:
-    """The two attention claims on the table's Fusion w/ ST-A cells, over the targets whose fusion runs learned (a
-    fusion at chance says nothing about where it looks; the others are named)."""
+def attention_verdicts(cells: pd.DataFrame, aside: dict[str, str]) -> list[Verdict]:
+    """The two attention claims on the table's Fusion w/ ST-A cells, under their declarations."""
     own, related = [], []
     for task, sources in RELATED.items():
         mine = cells[(cells["task"] == task) & (cells["label"] == FUSED)]
         mine = mine.loc[[bool(r.get("fusion_attention")) for r in mine["record"]]]
-        own.append(_unit(task, mine, (task,)))
-        related.append(_unit(task, mine, sources))
+        own.append(_unit(task, mine, (task,), aside.get(task, "")))
+        related.append(_unit(task, mine, sources, aside.get(task, "")))
     missing = [t for t, mine, theirs in zip(RELATED, own, related) if mine is not None and theirs is None]
     detail = f"no related adapter fused for {', '.join(missing)}" if missing else ""
     return [
-        verdict_over_learned(FUSION_OWN, [u for u in own if u is not None]),
-        verdict_over_learned(FUSION_RELATED, [u for u in related if u is not None], detail=detail),
+        verdict_of(FUSION_OWN, [u for u in own if u is not None]),
+        verdict_of(FUSION_RELATED, [u for u in related if u is not None], detail=detail),
     ]

@@ -1,0 +1,176 @@
+"""Claims as declared data: each chapter's claims live in one YAML file beside its code (`claims.yaml`), holding a
+claim's whole design — the source's words and where they stand, the published figure, the arms, the units, the
+quantity and rule, the smallest effect that matters, and the regime for runs that learned nothing. Chapter code
+computes the units' runs; the design decides which enter and how they are judged.
+
+Each claim carries a ledger: the entry that declared it, then one entry per amendment (date, reason, how many records
+of its chapter existed then, and `was`: the fields it changed, as they were). Every entry keeps the fingerprint of the
+design it left, so a design edited without an amendment no longer matches its ledger (`unamended`, tested in CI),
+and the design under any earlier entry can be rebuilt (`Declared.design_at`) to show the verdict it gave.
+
+Ledger dates before 2026-12-03 come from the commits that declared or changed a claim; wording edits made before the
+ledger existed are in git, not here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from adaptstudy.reporting.evidence import Rule
+
+DESIGN_FIELDS = (
+    "sentence",
+    "where",
+    "published",
+    "published_effect",
+    "effect",
+    "arms",
+    "comparisons",
+    "units",
+    "quantity",
+    "rule",
+    "smallest_effect",
+    "collapse",
+)
+COLLAPSE = {
+    "count": "a reported run that learned nothing counts with its score, and the verdict says how many it rests on; a "
+    "unit is set aside only on selection-stage evidence (the selection seed's run at its chosen setting learned "
+    "nothing on the selection split)",
+    "include": "every reported run counts with its score and no unit is set aside (superseded)",
+    "block": "any reported run that learned nothing makes the claim not testable (superseded)",
+    "drop": "a unit whose reported runs include one that learned nothing is left out (superseded)",
+}
+
+
+class RuleSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    kind: Literal["above", "below", "within"]
+    threshold: float = 0.0
+
+
+class Design(BaseModel):
+    """What a claim tests and how it is decided. `units` are the names of the units (tasks, settings, cells) every
+    comparison is taken over; `comparisons` name the parts that must all hold (one unnamed part by default).
+    `quantity`: `metric` (a score the stored predictions recompute: the bootstrap over examples may widen its
+    interval) or `measured` (seconds, an early-epoch score: the interval over seeds alone). `published_effect`: the
+    source's figure in our effect's units, where it gives one. `smallest_effect`: the smallest effect that matters,
+    where the source implies one."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sentence: str
+    where: str
+    published: str
+    published_effect: float | None = None
+    effect: str
+    arms: list[str]
+    comparisons: list[str] = Field(default_factory=lambda: [""])
+    units: list[str]
+    quantity: Literal["metric", "measured"] = "metric"
+    rule: RuleSpec
+    smallest_effect: float | None = None
+    collapse: Literal["count", "include", "block", "drop"] = "count"
+
+    @property
+    def decision(self) -> Rule:
+        return Rule(self.rule.kind, self.rule.threshold)
+
+    def fingerprint(self) -> str:
+        """A stable hash of the design (16 hex digits)."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+class Entry(BaseModel):
+    """One line of a claim's ledger: `declared` or `amended`, when, why, how many of its chapter's records existed,
+    the fields an amendment changed as they were before it, and the fingerprint of the design after it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    event: Literal["declared", "amended"]
+    date: datetime
+    reason: str = ""
+    records: int | None = None
+    was: dict[str, Any] = Field(default_factory=dict)
+    fingerprint: str
+
+    @model_validator(mode="after")
+    def _amendments_say_why(self):
+        if self.event == "amended" and not (self.reason and self.was):
+            raise ValueError("an amendment needs a reason and `was` (the fields it changed, as they were)")
+        unknown = set(self.was) - set(DESIGN_FIELDS)
+        if unknown:
+            raise ValueError(f"`was` names {sorted(unknown)}, not fields of a design; valid: {list(DESIGN_FIELDS)}")
+        return self
+
+
+class Declared(Design):
+    """A claim as its chapter declares it: the design and its ledger."""
+
+    ledger: list[Entry] = Field(min_length=1)
+
+    @property
+    def design(self) -> Design:
+        return Design(**{f: getattr(self, f) for f in DESIGN_FIELDS})
+
+    def design_at(self, index: int) -> Design:
+        """The design as ledger entry `index` left it: the current one with every later amendment undone."""
+        values = self.design.model_dump()
+        for entry in reversed(self.ledger[index + 1 :]):
+            values.update(entry.was)
+        return Design(**values)
+
+    @property
+    def amendments(self) -> list[Entry]:
+        return [e for e in self.ledger if e.event == "amended"]
+
+    @property
+    def last_change(self) -> datetime:
+        return self.ledger[-1].date
+
+    def unamended(self) -> str:
+        """'' when the ledger accounts for the design, else what does not match."""
+        for i, entry in enumerate(self.ledger):
+            found = self.design_at(i).fingerprint()
+            if found != entry.fingerprint:
+                latest = i == len(self.ledger) - 1
+                return (
+                    f"the design {'now' if latest else f'after ledger entry {i}'} has fingerprint {found}, the "
+                    f"ledger says {entry.fingerprint}"
+                    + (
+                        ": a change to a declared claim is an amendment — add a ledger entry (event: amended, date, "
+                        f"reason, records, was: the changed fields as they were, fingerprint: {found})"
+                        if latest
+                        else ""
+                    )
+                )
+        return ""
+
+
+class Chapter(BaseModel):
+    """A chapter's declaration file: the source it judges and its claims by name."""
+
+    model_config = ConfigDict(extra="forbid")
+    paper: str
+    claims: dict[str, Declared]
+
+
+def load_declaration(path: str | os.PathLike) -> Chapter:
+    """A declaration file, validated; one error naming the file and what is wrong."""
+    path = Path(path)
+    try:
+        return Chapter.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (ValidationError, yaml.YAMLError) as error:
+        raise ValueError(f"{path}: not a valid claim declaration: {error}") from None
+
+
+def dump_declaration(chapter: Chapter) -> str:
+    """The YAML text of a declaration, fields in their declared order."""
+    data = chapter.model_dump(mode="json", exclude_defaults=False)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
