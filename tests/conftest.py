@@ -24,6 +24,16 @@ def data_dir() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def committed_verdicts(data_dir):
+    """Every chapter's verdicts on the committed records and the runs' seconds (`scorecard.chapter_verdicts`), computed
+    once for the tests that read them (about a minute on 2 cores)."""
+    from adaptstudy.common.paths import PROJECT_ROOT
+    from adaptstudy.reporting.scorecard import chapter_verdicts
+
+    return chapter_verdicts(PROJECT_ROOT / "results")
+
+
 @pytest.fixture
 def fake_record(tmp_path):
     """Factory of finished runs' records with made-up numbers, shaped as our runs write them, for the reports' tests.

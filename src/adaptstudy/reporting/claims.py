@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -104,6 +104,7 @@ class Verdict:
     detail: str = ""
     why: str = ""
     design: Design | None = None
+    _judgements: dict = field(default_factory=dict, repr=False)  # shared by `under`: one judgement per distinct input
 
     def __post_init__(self):
         self.design = self.design or self.claim.design
@@ -134,7 +135,10 @@ class Verdict:
                 units = [dataclasses.replace(u, measured=True) for u in units]
             units, out = _regime(units, d.collapse)
             left_out += [(name, unit, why) for unit, why in out]
-            judgement = judge(units, d.decision)
+            key = (name, tuple(u.name for u in units), d.quantity, d.decision)
+            if key not in self._judgements:
+                self._judgements[key] = judge(units, d.decision)
+            judgement = self._judgements[key]
             if missing:
                 reasons.setdefault("not run", []).extend(f"{_named(name)}{u}" for u in missing)
                 judgement = dataclasses.replace(judgement, verdict="not testable")

@@ -135,21 +135,19 @@ class Declared(Design):
         return self.ledger[-1].date
 
     def unamended(self) -> str:
-        """'' when the ledger accounts for the design, else what does not match."""
-        for i, entry in enumerate(self.ledger):
-            found = self.design_at(i).fingerprint()
-            if found != entry.fingerprint:
-                latest = i == len(self.ledger) - 1
-                return (
-                    f"the design {'now' if latest else f'after ledger entry {i}'} has fingerprint {found}, the "
-                    f"ledger says {entry.fingerprint}"
-                    + (
-                        ": a change to a declared claim is an amendment — add a ledger entry (event: amended, date, "
-                        f"reason, records, was: the changed fields as they were, fingerprint: {found})"
-                        if latest
-                        else ""
-                    )
-                )
+        """'' when the ledger accounts for the design, else what does not match (the latest entry first: an edit
+        without an amendment shows there)."""
+        last = len(self.ledger) - 1
+        found = self.design.fingerprint()
+        if found != self.ledger[last].fingerprint:
+            return (
+                f"the design has fingerprint {found}, its ledger's last entry says {self.ledger[last].fingerprint}: a "
+                "change to a declared claim is an amendment — add a ledger entry (event: amended, date, reason, "
+                f"records, was: the changed fields as they were, fingerprint: {found})"
+            )
+        for i, entry in enumerate(self.ledger[:last]):
+            if (found := self.design_at(i).fingerprint()) != entry.fingerprint:
+                return f"ledger entry {i} says {entry.fingerprint}, the design its later entries undo to is {found}"
         return ""
 
 

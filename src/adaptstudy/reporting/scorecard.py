@@ -1,11 +1,15 @@
-"""The scorecard at the front of the book: every declared claim of every paper, the paper's figure, ours with its
-95% interval, the verdict, the runs behind it and their CPU-hours, and a link to the chapter that judges it."""
+"""The scorecard at the front of the book: every declared claim of every paper with its verdict, our effect and 95%
+interval, what the verdict rests on and what it left out, whether it is exploratory or confirmatory, its amendments
+with the verdict under each design, the smallest effect its design detects, whether the paper's figure lies in our
+interval, the runs and their CPU-hours, and a forest plot of them all."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from adaptstudy.reporting.across.fusion import tables as fusion
@@ -29,22 +33,27 @@ PAGES = {  # chapter (a claim key's first part) -> the book page that judges it
     "hyperformer": "06_analysis_across",
 }
 COLUMNS = [
-    "paper",
     "claim",
-    "paper reports",
-    "ours: effect [95% CI]",
     "verdict",
-    "why not testable",
+    "ours: effect [95% CI]",
+    "rule",
+    "rests on",
+    "status",
+    "verdict by design",
+    "detectable",
+    "paper reports",
+    "paper's figure in our CI",
     "runs",
     "CPU-hours",
     "chapter",
 ]
 UNJUDGED = "no chapter judged it"
+COLOURS = {"holds": "#1b7837", "does not hold": "#c51b7d", "inconclusive": "#8c8c8c", "not testable": "#d9a400"}
 
 
 def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFrame]:
     """Every chapter's verdicts on the committed records under `root` (results/), and the runs they read
-    (run_id and seconds), for the costs."""
+    (run_id, finished_at and seconds), for the costs and for what is exploratory."""
     root = Path(root)
     houlsby = houlsby_tables.label_runs(load_runs(root / "houlsby"))
     peft = peft_tables.label_runs(load_runs(root / "peft_imdb"))
@@ -60,7 +69,9 @@ def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFra
     ]
     seconds = pd.concat(
         [
-            r[["run_id"]].assign(**{field: paid_seconds(r, field) for field in ("train_runtime_s", "eval_runtime_s")})
+            r[["run_id", "finished_at"]].assign(
+                **{field: paid_seconds(r, field) for field in ("train_runtime_s", "eval_runtime_s")}
+            )
             for r in (houlsby, peft, dsp_runs, fusion_runs, hyper)
             if not r.empty
         ]
@@ -68,9 +79,31 @@ def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFra
     return verdicts, seconds
 
 
+def status(v: Verdict, finished: pd.Series) -> str:
+    """Exploratory or confirmatory, computed: confirmatory when every run the verdict rests on finished after the
+    claim's design was last set (its declaration or last amendment), else exploratory, with how many runs predate it."""
+    since = v.claim.declared.last_change
+    ids = sorted(v.run_ids)
+    if not ids:
+        return "–"
+    times = pd.to_datetime(finished.reindex(ids), utc=True, format="ISO8601")
+    older = int((times < pd.Timestamp(since)).sum())
+    if older:
+        return f"exploratory: {older} of {len(ids)} runs predate its design of {since:%Y-%m-%d}"
+    return f"confirmatory: all {len(ids)} runs after its design of {since:%Y-%m-%d}"
+
+
+def by_design(v: Verdict) -> str:
+    """The verdict under each design the claim's ledger names, oldest first: 'declared 2026-11-25: not testable →
+    amended 2026-12-03: inconclusive'."""
+    return " → ".join(f"{when}: {verdict}" for when, verdict in v.history())
+
+
 def scorecard(verdicts: list[Verdict], seconds: pd.DataFrame) -> pd.DataFrame:
-    """One row per declared claim (a claim no chapter judged reads 'not testable', no runs), with the reason a claim
-    is not testable beside its verdict."""
+    """One row per declared claim (a claim no chapter judged reads 'not testable', no runs): the verdict and the
+    interval, what it rests on and left out (every verdict, not only the untestable), exploratory or confirmatory,
+    the verdict under each design of its ledger, the smallest effect it could detect (80% power), whether the
+    paper's figure in our units lies in our interval, and the runs' CPU-hours."""
     per_run = seconds.drop_duplicates("run_id").set_index("run_id")
     total = per_run["train_runtime_s"].fillna(0) + per_run["eval_runtime_s"].fillna(0)
     judged = {v.claim.key: v for v in verdicts}
@@ -81,20 +114,26 @@ def scorecard(verdicts: list[Verdict], seconds: pd.DataFrame) -> pd.DataFrame:
         claim, v = CLAIMS.get(key), judged.get(key)
         page = PAGES[claim.chapter]
         ids = sorted(v.run_ids) if v else []
+        why = v.reasons() if v else UNJUDGED
         rows.append(
             {
-                "paper": claim.paper,
-                "claim": f"{claim.sentence} ({claim.where})",
-                "paper reports": claim.published,
-                "ours: effect [95% CI]": v.effects() if v else "–",
+                "claim": f"{claim.paper}: {claim.sentence} ({claim.where})",
                 "verdict": v.verdict if v else "not testable",
-                "why not testable": (v.reasons() if v else UNJUDGED) or "–",
+                "ours: effect [95% CI]": v.effects() if v else "–",
+                "rule": f"{claim.effect}: {claim.rule}",
+                "rests on": "; ".join(filter(None, [f"not testable: {why}" if why else "", v.rests_on() if v else ""])),
+                "status": status(v, per_run["finished_at"]) if v else "–",
+                "verdict by design": by_design(v) if v else "–",
+                "detectable": v.detectable() if v else np.nan,
+                "paper reports": claim.published,
+                "paper's figure in our CI": v.published_inside() if v else "–",
                 "runs": len(ids),
                 "CPU-hours": total.reindex(ids).fillna(0).sum() / 3600,
                 "chapter": f'<a href="{page}.html">{page.removeprefix("06_analysis_")}</a>',
+                "paper": claim.paper,
             }
         )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=[*COLUMNS, "paper"])
 
 
 def verdict_counts(card: pd.DataFrame) -> pd.DataFrame:
@@ -110,3 +149,107 @@ def untestable_reasons(verdicts: list[Verdict]) -> pd.DataFrame:
     kinds = [k for v in untestable for k in v.reason_kinds()] + [UNJUDGED for k in CLAIMS if k not in judged]
     counts = pd.Series(kinds, dtype=object).value_counts()
     return pd.DataFrame({"reason": counts.index, "claims": counts.to_numpy()})
+
+
+def amendments(verdicts: list[Verdict]) -> pd.DataFrame:
+    """Every amendment, once for the claims it changed together: when, why, how many of their chapter's records
+    existed then, what it changed (as it was), and each claim's verdict before → after it, on today's records."""
+    groups: dict[tuple, dict] = {}
+    for v in verdicts:
+        history = v.history()
+        for i, entry in enumerate(v.claim.declared.ledger):
+            if entry.event != "amended":
+                continue
+            was = ", ".join(f"{k}: {_short(x)}" for k, x in entry.was.items())
+            group = groups.setdefault(
+                (entry.date, entry.reason, was),
+                {"date": f"{entry.date:%Y-%m-%d %H:%M}", "reason": entry.reason, "was": was, "records then": set()},
+            )
+            group["records then"].add(entry.records)
+            group.setdefault("claims", []).append(f"{v.claim.key}: {history[i - 1][1]} → {history[i][1]}")
+    rows = [
+        {
+            **g,
+            "records then": ", ".join(str(n) for n in sorted(g["records then"], key=str)),
+            "claims": "; ".join(g["claims"]),
+        }
+        for _, g in sorted(groups.items(), key=lambda kv: kv[0][0])
+    ]
+    return pd.DataFrame(rows, columns=["date", "reason", "was", "records then", "claims"])
+
+
+def _short(value) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def forest_rows(verdicts: list[Verdict]) -> pd.DataFrame:
+    """One row per claim and comparison: the effect and its interval, the rule's threshold (a band for a margin),
+    the paper's figure in our units where the design gives one, and the claim's verdict."""
+    rows = []
+    for v in verdicts:
+        for name, j in zip(v.names, v.judgements):
+            rows.append(
+                {
+                    "row": f"{v.claim.key}{f' ({name})' if name else ''}"
+                    + (" [s]" if v.design.quantity == "measured" and "second" in v.claim.effect else ""),
+                    "effect": j.effect,
+                    "low": j.low,
+                    "high": j.high,
+                    "kind": v.claim.rule.kind,
+                    "threshold": v.claim.rule.threshold,
+                    "published": v.design.published_effect,
+                    "verdict": v.verdict,
+                }
+            )
+    return pd.DataFrame(rows, columns=["row", "effect", "low", "high", "kind", "threshold", "published", "verdict"])
+
+
+def forest_plot(verdicts: list[Verdict]):
+    """Every claim's effect and 95% interval (one line per comparison), coloured by verdict, with the rule's
+    threshold (a tick) or margin (a band) and the paper's figure (a cross) where it is in our units."""
+    rows = forest_rows(verdicts)
+    fig, ax = plt.subplots(figsize=(9, 0.26 * len(rows) + 1.2))
+    y = np.arange(len(rows))[::-1]
+    for yi, r in zip(y, rows.itertuples()):
+        colour = COLOURS[r.verdict]
+        if r.kind == "within":
+            ax.fill_betweenx([yi - 0.4, yi + 0.4], -r.threshold, r.threshold, color="#cfe3f3", zorder=0)
+        else:
+            ax.plot([r.threshold] * 2, [yi - 0.4, yi + 0.4], color="#3a6ea5", lw=1.5, zorder=1)
+        if not np.isnan(r.low):
+            ax.plot([r.low, r.high], [yi, yi], color=colour, lw=2, zorder=2)
+        if not np.isnan(r.effect):
+            ax.plot(r.effect, yi, "o", color=colour, ms=5, zorder=3)
+        if r.published is not None and not pd.isna(r.published):
+            ax.plot(r.published, yi, "x", color="black", ms=6, zorder=4)
+    ax.set_yticks(y, rows["row"], fontsize=8)
+    ax.axvline(0, color="black", lw=0.5)
+    ax.set_xlabel("effect (points; [s]: seconds) with 95% CI")
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=k) for k, c in COLOURS.items()]
+    handles += [
+        plt.Line2D([], [], color="#3a6ea5", lw=1.5, label="rule's threshold"),
+        plt.Rectangle((0, 0), 1, 1, color="#cfe3f3", label="rule's margin"),
+        plt.Line2D([], [], color="black", marker="x", lw=0, label="paper's figure"),
+    ]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.6 / len(rows) - 0.02), ncol=4, fontsize=8)
+    ax.set_ylim(-1, len(rows))
+    plt.tight_layout()
+    return ax
+
+
+TEXT_WIDTHS = {"claim": "20em", "rests on": "24em", "verdict by design": "16em", "status": "12em", "rule": "16em"}
+
+
+def styled_card(card: pd.DataFrame):
+    """The scorecard for the book: the verdict second and bold, long text wrapped in narrow columns so the verdict
+    stays in view on a 1,400-pixel window."""
+    shown = card.drop(columns=["paper"])
+    style = shown.style.hide(axis="index").format({"CPU-hours": "{:.2f}", "detectable": "{:.1f}"}, na_rep="–")
+    for column, width in TEXT_WIDTHS.items():
+        style = style.set_properties(
+            subset=[column], **{"white-space": "normal", "min-width": width, "max-width": width}
+        )
+    wrap = ["ours: effect [95% CI]", "paper reports"]
+    style = style.set_properties(subset=wrap, **{"white-space": "normal", "min-width": "10em", "max-width": "14em"})
+    return style.set_properties(subset=["verdict"], **{"font-weight": "bold", "white-space": "nowrap"})

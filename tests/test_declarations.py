@@ -1,0 +1,96 @@
+"""Claims are declared data with a ledger: every declaration matches its ledger's fingerprint (a change without an
+amendment fails here), the ledger rebuilds each earlier design, and the amendments issue 63 named show both
+verdicts."""
+
+import pytest
+import yaml
+
+from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.reporting.claims import CLAIMS
+from adaptstudy.reporting.declarations import Chapter, Declared, load_declaration
+
+DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))
+
+
+def test_every_chapter_declares_its_claims_in_one_file_and_every_claim_is_registered_from_one():
+    assert len(DECLARATIONS) == 5
+    declared = sum(len(load_declaration(p).claims) for p in DECLARATIONS)
+    assert declared == len(CLAIMS.names()) >= 30
+
+
+@pytest.mark.parametrize("path", DECLARATIONS, ids=lambda p: p.parent.name)
+def test_every_declaration_matches_its_ledger(path):
+    """The fingerprint check: a claim's design changed without an amendment entry fails here, naming the claim."""
+    chapter = load_declaration(path)
+    mismatched = {name: why for name, c in chapter.claims.items() if (why := c.unamended())}
+    assert not mismatched, f"{path}: {mismatched}"
+    for c in chapter.claims.values():
+        dates = [e.date for e in c.ledger]
+        assert dates == sorted(dates) and c.ledger[0].event == "declared"
+
+
+def _parity() -> Declared:
+    return load_declaration(PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml").claims["parity"]
+
+
+def test_a_threshold_changed_without_an_amendment_is_caught_and_an_amendment_entry_accounts_for_it():
+    claim = _parity()
+    values = claim.model_dump()
+    values["rule"]["threshold"] = -2.0
+    changed = Declared(**values)
+    assert "a change to a declared claim is an amendment" in changed.unamended()
+    amended = Declared(
+        **{
+            **values,
+            "ledger": [
+                *values["ledger"],
+                {
+                    "event": "amended",
+                    "date": "2026-12-04T00:00:00Z",
+                    "reason": "a test",
+                    "records": 1,
+                    "was": {"rule": claim.rule.model_dump()},
+                    "fingerprint": changed.design.fingerprint(),
+                },
+            ],
+        }
+    )
+    assert amended.unamended() == ""
+    assert amended.design_at(len(amended.ledger) - 2) == claim.design
+
+
+def test_an_amendment_without_a_reason_or_the_fields_it_changed_is_refused():
+    values = _parity().model_dump()
+    values["ledger"].append(
+        {"event": "amended", "date": "2026-12-04T00:00:00Z", "was": {}, "fingerprint": "0" * 16}
+    )
+    with pytest.raises(ValueError, match="an amendment needs a reason"):
+        Declared(**values)
+
+
+def test_a_declaration_file_with_an_unknown_field_names_the_file(tmp_path):
+    data = yaml.safe_load(DECLARATIONS[0].read_text())
+    next(iter(data["claims"].values()))["threshold"] = 1.0
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    with pytest.raises(ValueError, match=rf"{bad}: not a valid claim declaration"):
+        load_declaration(bad)
+    assert Chapter.model_validate(yaml.safe_load(DECLARATIONS[0].read_text()))
+
+
+def test_the_amendments_issue_63_named_show_the_verdict_under_each_design(committed_verdicts):
+    """1cda127 (fusion: drop the targets at chance), 048d854 (few-shot over the grid's cells), 4e3dc7e (Houlsby's
+    ablation blocked by RTE) are in the ledgers, and each verdict under the design before it is the one the audit
+    found."""
+    verdicts = {v.claim.key: v for v in committed_verdicts[0]}
+    history = {key: [verdict for _, verdict in v.history()] for key, v in verdicts.items()}
+    reasons = {key: [e.reason[:7] for e in v.claim.declared.amendments] for key, v in verdicts.items()}
+    assert "1cda127" in reasons["fusion.beats-st-a"] and history["fusion.beats-st-a"][0] == "not testable"
+    assert "048d854" in reasons["hyperformer.few-shot"]
+    before_grid = reasons["hyperformer.few-shot"].index("048d854")  # the paper's 10 cells, 3 never run
+    assert history["hyperformer.few-shot"][before_grid] == "not testable"
+    for key in ("houlsby.ablation-one", "houlsby.ablation-all", "houlsby.ablation-lower"):
+        assert "4e3dc7e" in reasons[key]
+        assert history[key][:2] == ["does not hold", "not testable"], key
+    # every claim amended on 2026-12-03 (the one regime) keeps its earlier verdicts beside the current one
+    assert all(len(h) == len(v.claim.declared.ledger) for h, v in zip(history.values(), verdicts.values()))
