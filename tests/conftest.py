@@ -34,6 +34,35 @@ def committed_verdicts(data_dir):
     return chapter_verdicts(PROJECT_ROOT / "results")
 
 
+def _over_built(verdicts):
+    """Each verdict judged over the units its records built (synthetic records cover a few tasks; a claim's declared
+    units would leave the others 'not run')."""
+    rejudged = []
+    for v in verdicts:
+        built = list(dict.fromkeys(u.name for units in v.comparisons.values() for u in units))
+        rejudged.append(v.under(v.design.model_copy(update={"units": built, "comparisons": list(v.comparisons)})))
+    return rejudged
+
+
+def _claims_table(chapter, runs):
+    """A chapter module's verdict table over the units its records built (`over_built`)."""
+    from adaptstudy.reporting.claims import verdict_table
+
+    return verdict_table(_over_built(chapter.verdicts(runs)))
+
+
+@pytest.fixture
+def over_built():
+    """`over_built(verdicts)`: each verdict judged over the units its (synthetic) records built."""
+    return _over_built
+
+
+@pytest.fixture
+def claims_table():
+    """`claims_table(chapter_module, runs)`: the chapter's verdict table over the units its records built."""
+    return _claims_table
+
+
 @pytest.fixture
 def fake_record(tmp_path):
     """Factory of finished runs' records with made-up numbers, shaped as our runs write them, for the reports' tests.

@@ -61,9 +61,7 @@ def test_a_threshold_changed_without_an_amendment_is_caught_and_an_amendment_ent
 
 def test_an_amendment_without_a_reason_or_the_fields_it_changed_is_refused():
     values = _parity().model_dump()
-    values["ledger"].append(
-        {"event": "amended", "date": "2026-12-04T00:00:00Z", "was": {}, "fingerprint": "0" * 16}
-    )
+    values["ledger"].append({"event": "amended", "date": "2026-12-04T00:00:00Z", "was": {}, "fingerprint": "0" * 16})
     with pytest.raises(ValueError, match="an amendment needs a reason"):
         Declared(**values)
 

@@ -131,13 +131,13 @@ def test_two_seeds_are_not_testable_and_the_adapter_claim_says_what_dapt_cost(ru
     assert sizes.to_dict() == {("full model", 0.1): -6.0, ("full model", 1.0): 3.0}
 
 
-def test_three_seeds_give_verdicts_and_the_adapter_claim_needs_its_own_seeds(tmp_path, run):
+def test_three_seeds_give_verdicts_and_the_adapter_claim_needs_its_own_seeds(tmp_path, run, claims_table):
     for seed, noise in enumerate((0.0, 0.5, 1.0)):
         for score, start in ((60, WARM), (63, DAPT), (62, TAPT), (66, DAPT_TAPT), (58, NOT_DAPT), (65, CONTROL)):
             run(score + noise, start, seed=seed)
     run(59.0, WARM, method="pfeiffer")
     run(62.5, ADAPTER_DAPT, method="pfeiffer", adapter_use="continue")
-    table = dc.claims(dr.label_runs(load_runs(tmp_path))).set_index("claim")
+    table = claims_table(dc, dr.label_runs(load_runs(tmp_path))).set_index("claim")
     assert table["verdict"].tolist() == ["holds", "does not hold", "holds", "holds", "holds", "not testable"]
     assert table.loc[dc.DAPT_HELPS.sentence, "ours: effect [95% CI]"].startswith("+3.0 [")
     # more masked-LM training on neutral text gains as much: DAPT's gain is not the domain's
@@ -267,14 +267,14 @@ def test_pretraining_tables_tell_tapt_from_dapt_plus_tapt(tmp_path, fake_record)
     ]
 
 
-def test_dapt_plus_tapt_is_judged_against_each_condition_on_the_tasks_that_ran_it(tmp_path, run):
+def test_dapt_plus_tapt_is_judged_against_each_condition_on_the_tasks_that_ran_it(tmp_path, run, claims_table):
     for seed, noise in enumerate((0.0, 0.2, 0.4)):
         for score, start in ((60.0, WARM), (58.0, DAPT), (59.0, TAPT), (55.5, DAPT_TAPT)):  # every one below
             run(score + noise, start, seed=seed)
         chemprot_tapt = {**TAPT, "corpus": "task:chemprot"}
         for score, start in ((50.0, WARM), (52.0, chemprot_tapt)):  # no DAPT+TAPT run: not a case of the claim
             run(score + noise, start, seed=seed, task="chemprot")
-    claim = dc.claims(dr.label_runs(load_runs(tmp_path))).set_index("claim").loc[dc.BOTH_BEST.sentence]
+    claim = claims_table(dc, dr.label_runs(load_runs(tmp_path))).set_index("claim").loc[dc.BOTH_BEST.sentence]
     assert claim["verdict"] == "does not hold"
     assert claim["ours: effect [95% CI]"].startswith("vs dapt: -2.5 [")
 

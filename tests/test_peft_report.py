@@ -121,8 +121,8 @@ def test_epoch_history_and_costs_come_from_the_records(runs):
     assert ("90%/10%", "bitfit") not in table.index  # only seed 0, which chose, ran it
 
 
-def test_verdicts_rest_on_the_seeds_that_chose_no_rate(runs):
-    table = pc.claims(runs)
+def test_verdicts_rest_on_the_seeds_that_chose_no_rate(runs, claims_table):
+    table = claims_table(pc, runs)
     assert len(table) == 6 and set(table["verdict"]) <= {"not testable"}  # the fixture's runs are seed 0's
     assert table["why"].str.startswith("fewer than 3 reported seeds").all()
 
@@ -135,13 +135,15 @@ def test_seconds_are_the_median_over_seeds_so_one_slowed_run_does_not_move_them(
     assert (row["epoch_s"], row["train_s"], row["seeds"]) == (12.0, 24.0, 3)  # seed 0 chose the rate: not reported
 
 
-def test_convergence_compares_the_mean_of_epochs_1_to_3_with_the_last_epoch_over_the_reported_seeds(tmp_path, run):
+def test_convergence_compares_the_mean_of_epochs_1_to_3_with_the_last_epoch_over_the_reported_seeds(
+    tmp_path, run, claims_table
+):
     for seed, noise in enumerate((0.0, 0.5, 1.0, 1.5)):  # seed 0 chooses the rates, 1-3 report
         run(85.0 + noise, seed=seed, curve=[70.0, 75.0, 80.0, 85.0 + noise])
         run(84.0 + noise, method="encoder_only", seed=seed, curve=[55.0, 60.0, 70.0, 84.0 + noise])
     runs = pt.label_runs(load_runs(tmp_path))
     assert runs.set_index(["method", "seed"]).loc[("encoder_only", 1), "early_accuracy"] == pytest.approx(185 / 3)
-    verdict = pc.claims(runs).set_index("claim").loc[pc.CONVERGENCE.sentence]
+    verdict = claims_table(pc, runs).set_index("claim").loc[pc.CONVERGENCE.sentence]
     assert verdict["verdict"] == "holds" and verdict["seeds"] == 3
     # (75 - 61.7) early against 1 at the end: the gap closes by 12.3 points
     assert verdict["ours: effect [95% CI]"].startswith("+12.3 [")

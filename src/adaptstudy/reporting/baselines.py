@@ -156,10 +156,13 @@ def selection_failures(chosen: pd.DataFrame, keys: list[str], test=None) -> dict
     """Per group of `keys` among the selection seed's runs at their chosen settings (`chosen`): the evidence, where
     its run learned nothing on the split that chose — the only ground on which a claim sets a unit aside (see
     `claims`). `test(row) -> (score, Baseline, learned)` checks a run's row (default: its record's selection split;
-    a multi-task run's row names the task it checks)."""
+    a multi-task run's row names the task it checks). A run that scored no such split (made before the protocol)
+    gives no evidence."""
     test = test or (lambda row: _on_selection(row["record"]))
     failures = {}
     for _, row in chosen.iterrows():
+        if not (row["record"].get("selection_metrics") or row["record"].get("validation_metrics")):
+            continue
         score, base, learned = test(row)
         if not learned:
             rate = row["record"]["config"]["learning_rate"]

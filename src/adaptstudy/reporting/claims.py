@@ -340,15 +340,19 @@ def detail_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
 
 
 PROTOCOL = (
-    "**How a verdict is reached.** Each claim was declared in code before it was judged: the paper's sentence, the "
-    "effect measured, and the rule. The effect is a mean over tasks (or settings) of one arm minus another; its 95% "
-    "interval a Welch t-interval over the reported seeds, widened by a paired bootstrap over evaluation examples "
-    "where every run stored its predictions. *holds* / *does not hold*: the interval lies on one side of the rule's "
-    "threshold; *inconclusive*: it straddles it; *not testable*: an arm has fewer than 3 reported seeds or a run that "
-    "learned nothing (where a chapter judges over the tasks both arms learned, those left out are named in *why*, with "
-    "the arm at chance). Runs of the seed that chose a setting never report."
+    "**How a verdict is reached.** Each claim is declared as data (the chapter's `claims.yaml`) before the runs that "
+    "judge it: the paper's sentence, the effect, the arms, the units, the rule; a later change is a dated amendment, "
+    "and the scorecard shows the verdict under each design. The effect is a mean over units of one arm minus another; "
+    "its 95% interval a Welch t-interval over the reported seeds, widened by a paired bootstrap over evaluation "
+    "examples where the effect is a metric and every run stored its predictions. *holds* / *does not hold*: the "
+    "interval lies on one side of the rule's threshold (for a margin: inside it, or wholly outside); *inconclusive*: it "
+    "straddles it; *not testable*: an arm has fewer than 3 reported seeds, or a declared unit was not run. Runs that "
+    "learned nothing, one regime in every chapter: a unit is set aside only on selection-stage evidence (the "
+    "selection seed's run at its chosen setting learned nothing on the split that chose); a reported run that learned "
+    "nothing counts with its score, and *rests on* names how many each verdict counted. Runs of the seed that chose a "
+    "setting never report."
 )
-TEXT_COLUMNS = ("claim", "paper reports", "ours: effect [95% CI]", "rule", "why", "why not testable")
+TEXT_COLUMNS = ("claim", "paper reports", "ours: effect [95% CI]", "rule", "why", "rests on")
 
 
 def styled(table: pd.DataFrame):

@@ -194,11 +194,19 @@ def judge(units: Sequence[Unit], rule: Rule, resamples: int = RESAMPLES, seed: i
             reasons.setdefault(why[0], []).append(why[1])
     low, high, method, se, df = _interval(units, resamples, seed)
     verdict = "not testable" if reasons else rule.verdict(low, high)
-    collapsed = [f"{u.name} ({n} run{'s' if n > 1 else ''})" for u in units if (n := u.collapsed())]
+    collapsed = [_collapsed(u) for u in units if u.collapsed()]
     judgement = Judgement(effect, low, high, seeds, verdict, method, reasons, se=se, df=df, collapsed=collapsed)
     if len(units) > 1:
         judgement.units = [(u.name, judge([u], rule, resamples, seed)) for u in units]
     return judgement
+
+
+def _collapsed(unit: Unit) -> str:
+    """'cola (2 runs: hyperformer++)': how many of a unit's runs learned nothing, and which arms they are (where
+    named)."""
+    n = unit.collapsed()
+    named = ", ".join(dict.fromkeys(a.name for a in unit.arms() if a.learned_nothing and a.name))
+    return f"{unit.name} ({n} run{'s' if n > 1 else ''}{f': {named}' if named else ''})"
 
 
 def format_reasons(reasons: dict[str, list[str]]) -> str:

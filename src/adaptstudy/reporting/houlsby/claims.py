@@ -163,15 +163,6 @@ def claims(runs: pd.DataFrame) -> pd.DataFrame:
     return verdict_table(verdicts(runs))
 
 
-def claims_over_tasks_that_learned(runs: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """Exploratory, not the chapter's verdicts (the scorecard never reads it): the verdict table over the tasks none
-    of whose Table 1 runs learned nothing, and the tasks left out. The claims were declared over every task, where
-    one task at chance makes them not testable; this says what the others show."""
-    table = flag_runs(reported_at_chosen_rates(runs))
-    left_out = sorted(set(table.loc[table["learned_nothing"].astype(bool), "task"])) if not table.empty else []
-    return claims(runs[~runs["task"].isin(left_out)]), left_out
-
-
 def course_reproduction(runs: pd.DataFrame) -> pd.DataFrame:
     """The independent course reproduction (BERT-base, dev accuracy) beside ours in the same metric on its tasks:
     full fine-tuning, adapters (ours: the best size) and adapters − full, ours with its 95% interval over the
