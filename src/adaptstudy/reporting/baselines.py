@@ -12,6 +12,7 @@ The labels come from the data mirror, cut exactly as the run cut its reported sp
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cache
 
@@ -42,7 +43,7 @@ class Baseline:
     constants: dict[str, float]
 
 
-def baseline(task: str, labels: np.ndarray) -> Baseline:
+def baseline(task, labels: np.ndarray) -> Baseline:
     """The constant baseline of `task` on examples with these `labels`."""
     spec = resolve_task(task)
     labels = np.asarray(labels)
@@ -65,6 +66,20 @@ def noise_margin(metric: str, labels: np.ndarray) -> float:
     return float(Z * 100 * np.sqrt(share * (1 - share) / n))
 
 
+def task_of(record: dict, task: str | None = None):
+    """The task a record (a multi-task record: its `task`) was scored on: a registered name, or the custom task's
+    declaration where its config holds one (a user's own task, whose name no registry knows)."""
+    declared = record.get("config", {}).get("task")
+    if isinstance(declared, dict) and task in (None, declared.get("name")):
+        return declared
+    return task or record["task"]
+
+
+def _key(task) -> str:
+    """A hashable key of a task (its name, or its declaration as JSON) for the cached label loader."""
+    return json.dumps(task, sort_keys=True) if isinstance(task, dict) else task
+
+
 @cache
 def _labels(
     task: str,
@@ -74,11 +89,14 @@ def _labels(
     multitask: bool,
     split: str = "test",
     split_rule: str = "hyperformer",
+    data_dir: str | None = None,
 ) -> np.ndarray:
+    if task.startswith("{"):
+        task = json.loads(task)
     if multitask:
         return np.asarray(task_splits(task, None, data_seed, None, max_eval_examples, split_rule)[split]["label"])
     spec = resolve_task(task)
-    splits = load_task(task, None, None, data_seed, resplit_train_share, max_eval_examples)
+    splits = load_task(task, data_dir, None, data_seed, resplit_train_share, max_eval_examples)
     return np.asarray(splits[spec.eval_split]["label"])
 
 
@@ -87,25 +105,26 @@ def reported_labels(record: dict, task: str | None = None) -> np.ndarray:
     order, from the data mirror."""
     config = record["config"]
     multitask = "tasks" in record
+    custom = isinstance(config.get("task"), dict)
     return _labels(
-        task or record["task"],
+        _key(task_of(record, task)),
         config.get("data_seed", 0),
         config.get("resplit_train_share"),
         config.get("max_eval_examples"),
         multitask,
         split_rule=config.get("split_rule", "hyperformer"),
+        data_dir=config.get("data_dir") if custom else None,  # a custom task's files are where its run read them
     )
 
 
 def record_baseline(record: dict, task: str | None = None) -> Baseline:
-    task = task or record["task"]
-    return baseline(task, reported_labels(record, task))
+    return baseline(task_of(record, task), reported_labels(record, task))
 
 
 def learned_nothing(record: dict, task: str | None = None) -> bool:
     """Whether a run (a multi-task run: on `task`) learned nothing (see the module docstring)."""
+    spec = resolve_task(task_of(record, task))
     task = task or record["task"]
-    spec = resolve_task(task)
     stored = record.get("predictions")
     if stored and stored["kind"] == "class_ids" and not spec.is_regression:
         counts = np.bincount(decode(stored))

@@ -1,0 +1,126 @@
+"""Your own claims on your own records, judged as the chapters judge theirs, without code:
+
+    python -m adaptstudy.reporting.user_claims my_claims.yaml --results-dir results/mine
+
+The file is a chapter's declaration (`declarations.Chapter`: the source, then each claim's design) plus `arms`, which
+say which records each arm label of a claim means (config settings a record must have: `{method: lora}`), and
+`selection_seed`, the seed that chose settings and so never reports (none by default). A claim compares its first arm
+with each other (`a − b`, one comparison per other arm) over its units, which are task names; its ledger may be left
+out (it is then declared now, and every verdict reads exploratory). The verdict table is the chapters' own
+(`claims.verdict_table`): the effect with its 95% interval, the rule, what it rests on, the verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from adaptstudy.reporting.baselines import flag_runs
+from adaptstudy.reporting.claims import Claim, Verdict, arm, verdict_of, verdict_table
+from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.declarations import Declared, Design, Entry
+from adaptstudy.reporting.evidence import contrast
+
+
+class UserClaim(Design):
+    ledger: list[Entry] = Field(default_factory=list)
+
+
+class UserDeclaration(BaseModel):
+    """A declaration file for your records: the source, what each arm label selects, the choosing seed, the claims."""
+
+    model_config = ConfigDict(extra="forbid")
+    paper: str
+    arms: dict[str, dict[str, Any]]
+    selection_seed: int | None = None
+    claims: dict[str, UserClaim]
+
+    def check(self) -> None:
+        """One error naming every arm a claim uses that `arms` does not define."""
+        missing = {a for c in self.claims.values() for a in c.arms} - set(self.arms)
+        if missing:
+            raise ValueError(f"arms {sorted(missing)} are used by claims but not defined; defined: {sorted(self.arms)}")
+
+
+def load_user_declaration(path: str | os.PathLike) -> UserDeclaration:
+    path = Path(path)
+    try:
+        declaration = UserDeclaration.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        declaration.check()
+    except (ValidationError, yaml.YAMLError, ValueError) as error:
+        raise ValueError(f"{path}: not a valid claim declaration: {error}") from None
+    return declaration
+
+
+def selected(runs: pd.DataFrame, settings: dict[str, Any]) -> pd.Series:
+    """The runs whose record has every one of `settings` (a config field, or a top-level field such as `method`)."""
+    keep = pd.Series(True, index=runs.index)
+    for name, value in settings.items():
+        column = f"config.{name}" if f"config.{name}" in runs else name
+        if column not in runs:
+            return pd.Series(False, index=runs.index)
+        keep &= runs[column] == value
+    return keep
+
+
+def _cells(runs: pd.DataFrame, settings: dict[str, Any], task: str):
+    return arm(runs[selected(runs, settings) & (runs["task"] == task)])
+
+
+def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verdict]:
+    """Every claim of `declaration` judged on `runs` (of `load_runs`), each first arm against each other arm, per
+    task named in its units."""
+    runs = flag_runs(runs) if not runs.empty else runs.assign(learned_nothing=False, task="", seed=0)
+    if declaration.selection_seed is not None:
+        runs = runs[runs["seed"] != declaration.selection_seed]
+    verdicts = []
+    for name, c in declaration.claims.items():
+        ledger = c.ledger or [Entry(event="declared", date=datetime.now(timezone.utc), fingerprint=c.fingerprint())]
+        declared = Declared(**c.model_dump(exclude={"ledger"}), ledger=ledger)
+        first, others = c.arms[0], c.arms[1:]
+        comparisons = {
+            (f"vs {other}" if len(others) > 1 else ""): [
+                contrast(task, _cells(runs, declaration.arms[first], task), _cells(runs, declaration.arms[other], task))
+                for task in c.units
+            ]
+            for other in others
+        }
+        names = list(comparisons)
+        claim = Claim(name, declaration.paper, declared.model_copy(update={"comparisons": names}))
+        verdicts.append(verdict_of(claim, comparisons))
+    return verdicts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m adaptstudy.reporting.user_claims", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("declaration", help="a YAML file declaring your claims (see the module's docstring)")
+    parser.add_argument("--results-dir", required=True, help="the folder holding your runs' records")
+    parser.add_argument("--csv", help="also write the verdict table to this CSV file")
+    args = parser.parse_args(argv)
+    try:
+        declaration = load_user_declaration(args.declaration)
+        if not Path(args.results_dir).is_dir():
+            raise ValueError(f"--results-dir {args.results_dir}: no such folder")
+        table = verdict_table(user_verdicts(declaration, load_runs(args.results_dir)))
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    with pd.option_context("display.max_colwidth", 80, "display.width", 200):
+        print(table.to_string(index=False))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
