@@ -5,13 +5,12 @@ confirmatory, its verdict under each design, the smallest effect it detects and 
 import matplotlib
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.claims import CLAIMS
+from adaptstudy.reporting.claims import CLAIMS, amendments
 from adaptstudy.reporting.common import SELECTION_SEED
 from adaptstudy.reporting.evidence import VERDICTS
 from adaptstudy.reporting.scorecard import (
     COLUMNS,
     PAGES,
-    amendments,
     forest_plot,
     forest_rows,
     scorecard,

@@ -210,7 +210,9 @@ def flag_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 FLAG = "⚠"
-FLAG_NOTE = f"{FLAG}n: n of the cell's runs learned nothing (the scorecard's rule); such a cell cannot carry a verdict."
+FLAG_NOTE = (
+    f"{FLAG}n: n of the cell's runs learned nothing (the scorecard's rule); a verdict counts them and names them."
+)
 
 
 def flagged(cell: str, learned_nothing: int) -> str:

@@ -339,6 +339,38 @@ def detail_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["claim", "comparison", "unit", "effect [95% CI]", "seeds", "verdict", "why"])
 
 
+def amendments(verdicts: list[Verdict]) -> pd.DataFrame:
+    """Every amendment, once for the claims it changed together: when, why, how many of their chapter's records
+    existed then, what it changed (as it was), and each claim's verdict before → after it, on today's records."""
+    groups: dict[tuple, dict] = {}
+    for v in verdicts:
+        history = v.history()
+        for i, entry in enumerate(v.claim.declared.ledger):
+            if entry.event != "amended":
+                continue
+            was = ", ".join(f"{k}: {_short(x)}" for k, x in entry.was.items())
+            group = groups.setdefault(
+                (entry.date, entry.reason, was),
+                {"date": f"{entry.date:%Y-%m-%d %H:%M}", "reason": entry.reason, "was": was, "records then": set()},
+            )
+            group["records then"].add(entry.records)
+            group.setdefault("claims", []).append(f"{v.claim.key}: {history[i - 1][1]} → {history[i][1]}")
+    rows = [
+        {
+            **g,
+            "records then": ", ".join(str(n) for n in sorted(g["records then"], key=str)),
+            "claims": "; ".join(g["claims"]),
+        }
+        for _, g in sorted(groups.items(), key=lambda kv: kv[0][0])
+    ]
+    return pd.DataFrame(rows, columns=["date", "reason", "was", "records then", "claims"])
+
+
+def _short(value) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
 PROTOCOL = (
     "**How a verdict is reached.** Each claim is declared as data (the chapter's `claims.yaml`) before the runs that "
     "judge it: the paper's sentence, the effect, the arms, the units, the rule; a later change is a dated amendment, "

@@ -1,0 +1,44 @@
+"""No prose states more than its verdict: a paragraph of a chapter that reports an inconclusive verdict, or an
+interval that straddles zero, never calls the arms equal ("matches", "level with", "without changing", ...); an
+interval that merely includes zero is not evidence of no difference."""
+
+import re
+
+import nbformat
+import pytest
+
+from adaptstudy.common.paths import PROJECT_ROOT
+
+CHAPTERS = sorted((PROJECT_ROOT / "notebooks").glob("06_*.ipynb"))
+EQUIVALENCE = re.compile(
+    r"\bmatch(es|ed)?\b|\blevel with\b|\bwithout changing\b|\bno different\b|\bthe same as\b|\bon par\b|"
+    r"\bas good as\b|\bcosts nothing\b|\bequivalent\b|\bindistinguishable\b",
+    re.IGNORECASE,
+)
+STRADDLES = re.compile(r"\[\s*[−-]\s*\d+(\.\d+)?\s*,\s*\+\s*\d+(\.\d+)?\s*\]")  # [−1.1, +1.2]
+
+
+def paragraphs(path) -> list[str]:
+    """The chapter's prose: markdown paragraphs and bullets."""
+    notebook = nbformat.read(path, as_version=4)
+    text = "\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    return [p for p in re.split(r"\n\s*\n|\n(?=- )", text) if p.strip()]
+
+
+def offending(paragraph: str) -> str | None:
+    undecided = "inconclusive" in paragraph.lower() or STRADDLES.search(paragraph)
+    found = EQUIVALENCE.search(paragraph)
+    return found.group(0) if undecided and found else None
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_paragraph_claims_equivalence_beside_an_undecided_interval(path):
+    bad = {p[:100]: word for p in paragraphs(path) if (word := offending(p))}
+    assert not bad, f"{path.name}: {bad}"
+
+
+def test_the_scan_catches_the_sentences_the_audit_found():
+    assert offending("- **The N = 1 control matches fusion.** mean difference +0.0 [−1.1, +1.2]")
+    assert offending("inconclusive, level with both")
+    assert offending("lowers the loss without changing what the classifier reaches (+0.0 [−1.4, +1.5])")
+    assert not offending("holds, +16.0 [+11.8, +20.3]; the same rule as before")
