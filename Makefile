@@ -105,7 +105,7 @@ reproduce-foundation: setup
 book: setup
 	mkdir -p book/generated
 	$(PAPERMILL) notebooks/06_scorecard.ipynb book/generated/06_scorecard.ipynb
-	$(PAPERMILL) notebooks/06_analysis.ipynb book/generated/06_analysis.ipynb -p results_dir $(CURDIR)/results/foundation
+	$(PAPERMILL) notebooks/06_analysis.ipynb book/generated/06_analysis.ipynb
 	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb book/generated/06_analysis_houlsby.ipynb
 	$(PAPERMILL) notebooks/06_analysis_peft.ipynb book/generated/06_analysis_peft.ipynb
 	$(PAPERMILL) notebooks/06_analysis_dsp.ipynb book/generated/06_analysis_dsp.ipynb
