@@ -5,9 +5,10 @@ verdicts."""
 import pytest
 import yaml
 
+import adaptstudy.reporting.scorecard  # noqa: F401  (imports every chapter, which registers its claims)
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import CLAIMS
-from adaptstudy.reporting.declarations import Chapter, Declared, load_declaration
+from adaptstudy.reporting.declarations import Chapter, Declared, amend, load_declaration
 
 DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))
 
@@ -92,3 +93,18 @@ def test_the_amendments_issue_63_named_show_the_verdict_under_each_design(commit
         assert history[key][:2] == ["does not hold", "not testable"], key
     # every claim amended on 2026-12-03 (the one regime) keeps its earlier verdicts beside the current one
     assert all(len(h) == len(v.claim.declared.ledger) for h, v in zip(history.values(), verdicts.values()))
+
+
+def test_the_amend_command_records_an_edit_as_an_amendment(tmp_path):
+    """Edit a threshold, run the amendment helper against the file as it was: the ledger accounts for the change,
+    keeps the old rule in `was`, and the file keeps its header."""
+    source = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml"
+    path = tmp_path / "claims.yaml"
+    path.write_text(source.read_text().replace("threshold: -1.0", "threshold: -2.0", 1))
+    names = amend(path, load_declaration(source), "a test: a wider margin", records=7)
+    assert names == ["parity"]
+    parity = load_declaration(path).claims["parity"]
+    assert parity.unamended() == "" and parity.rule.threshold == -2.0
+    last = parity.ledger[-1]
+    assert (last.event, last.records, last.was) == ("amended", 7, {"rule": {"kind": "above", "threshold": -1.0}})
+    assert path.read_text().startswith("# The houlsby chapter's claims")

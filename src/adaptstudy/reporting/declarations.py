@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -84,7 +84,8 @@ class Design(BaseModel):
 
     def fingerprint(self) -> str:
         """A stable hash of the design (16 hex digits)."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+        design = self.model_dump(mode="json", include=set(DESIGN_FIELDS))  # a ledger is not part of the design
+        canonical = json.dumps(design, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
@@ -172,3 +173,70 @@ def dump_declaration(chapter: Chapter) -> str:
     """The YAML text of a declaration, fields in their declared order."""
     data = chapter.model_dump(mode="json", exclude_defaults=False)
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+
+
+def amend(
+    path: str | os.PathLike, previous: Chapter, reason: str, records: int, when: datetime | None = None
+) -> list[str]:
+    """Append an amendment to every claim of the declaration at `path` whose design differs from `previous` (the
+    file as it was, e.g. at HEAD): `was` holds the changed fields' earlier values. Rewrites the file, keeping its
+    leading comment; returns the names of the claims amended."""
+    path = Path(path)
+    current = load_declaration(path)
+    when = when or datetime.now(timezone.utc).replace(microsecond=0)
+    amended = []
+    for name, claim in current.claims.items():
+        before = previous.claims.get(name)
+        if before is None or before.design == claim.design:
+            continue
+        old, new = before.design.model_dump(), claim.design.model_dump()
+        was = {f: old[f] for f in DESIGN_FIELDS if old[f] != new[f]}
+        entry = Entry(
+            event="amended", date=when, reason=reason, records=records, was=was, fingerprint=claim.fingerprint()
+        )
+        current.claims[name] = claim.model_copy(update={"ledger": [*claim.ledger, entry]})
+        amended.append(name)
+    header = "".join(line for line in path.read_text(encoding="utf-8").splitlines(True) if line.startswith("#"))
+    path.write_text(header + dump_declaration(current), encoding="utf-8")
+    return amended
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m adaptstudy.reporting.declarations amend PATH --reason ... --results-dir DIR [--against REV]`: record
+    as amendments the changes made to a declaration file since git revision REV (default HEAD)."""
+    import argparse
+    import subprocess
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m adaptstudy.reporting.declarations", description=main.__doc__)
+    parser.add_argument("command", choices=["amend"])
+    parser.add_argument("path", help="a chapter's claims.yaml, edited")
+    parser.add_argument("--reason", required=True, help="why the claims changed (the ledger keeps it)")
+    parser.add_argument("--results-dir", required=True, help="the chapter's records: how many existed is recorded")
+    parser.add_argument("--against", default="HEAD", help="the git revision holding the file as it was")
+    args = parser.parse_args(argv)
+    path = Path(args.path).resolve()
+    try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        shown = subprocess.run(
+            ["git", "show", f"{args.against}:{path.relative_to(top).as_posix()}"],
+            cwd=top,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        previous = Chapter.model_validate(yaml.safe_load(shown))
+        records = len(list(Path(args.results_dir).glob("*.json")))
+        names = amend(path, previous, args.reason, records)
+    except (subprocess.CalledProcessError, ValueError, ValidationError) as error:
+        detail = getattr(error, "stderr", "") or error
+        print(f"error: {str(detail).strip()}", file=sys.stderr)
+        return 2
+    print(f"amended: {', '.join(names) or 'nothing changed'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
