@@ -2,7 +2,7 @@
 every claim's design and ledger; its code builds the units' arms from the runs and `verdict_of` judges them under
 the design — which units enter, the regime for runs that learned nothing, the quantity, the rule.
 
-One regime for runs that learned nothing, in every chapter (`declarations.COLLAPSE["count"]`): a unit is set aside
+One regime for runs that learned nothing, in every chapter (a design's `collapse: count`): a unit is set aside
 only on selection-stage evidence (an arm's `set_aside`: the selection seed's run at its chosen setting learned
 nothing on the selection split), never on reported runs; a reported run that learned nothing counts with its score
 and the verdict says how many it rests on. A declared unit with no runs makes the claim not testable ("not run").
@@ -80,11 +80,6 @@ def declare_chapter(path: str | os.PathLike, chapter: str) -> dict[str, Claim]:
             raise ValueError(f"claim {key!r} is declared twice")
         claims[name] = CLAIMS.add(key, Claim(key, declaration.paper, declared))
     return claims
-
-
-def chapter_claims(chapter: str) -> dict[str, Claim]:
-    """The claims a chapter's declaration file holds, by name (`declare_chapter` beside the chapter's code)."""
-    return {k.split(".", 1)[1]: CLAIMS.get(k) for k in CLAIMS if k.split(".")[0] == chapter}
 
 
 def declaration_path(module_file: str) -> Path:

@@ -40,14 +40,6 @@ DESIGN_FIELDS = (
     "smallest_effect",
     "collapse",
 )
-COLLAPSE = {
-    "count": "a reported run that learned nothing counts with its score, and the verdict says how many it rests on; a "
-    "unit is set aside only on selection-stage evidence (the selection seed's run at its chosen setting learned "
-    "nothing on the selection split)",
-    "include": "every reported run counts with its score and no unit is set aside (superseded)",
-    "block": "any reported run that learned nothing makes the claim not testable (superseded)",
-    "drop": "a unit whose reported runs include one that learned nothing is left out (superseded)",
-}
 
 
 class RuleSpec(BaseModel):
@@ -62,7 +54,10 @@ class Design(BaseModel):
     `quantity`: `metric` (a score the stored predictions recompute: the bootstrap over examples may widen its
     interval) or `measured` (seconds, an early-epoch score: the interval over seeds alone). `published_effect`: the
     source's figure in our effect's units, where it gives one. `smallest_effect`: the smallest effect that matters,
-    where the source implies one."""
+    where the source implies one. `collapse`, the regime for runs that learned nothing: `count` (the one regime: a
+    unit is set aside only on selection-stage evidence, a reported run that learned nothing counts with its score and
+    is named); the superseded `include` (every run counts, nothing set aside), `block` (any such reported run makes the
+    claim not testable) and `drop` (a unit with such a reported run is left out) rebuild earlier verdicts."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     sentence: str
