@@ -254,20 +254,24 @@ def test_a_task_is_set_aside_only_on_selection_stage_evidence(tmp_path, data_dir
     assert verdict.reasons() == "not run: cola, sst2, stsb"  # declared units without runs are named, not dropped
 
 
-def test_the_course_reproduction_sits_beside_ours_in_accuracy(tmp_path, fake_record):
-    """The course reported accuracy on MRPC and CoLA; ours gives accuracy too, over the reported seeds."""
+def test_the_course_reproduction_sits_beside_ours_at_its_size_in_accuracy(tmp_path, fake_record):
+    """The course reported accuracy on MRPC and CoLA with adapters of size 64 only; ours gives accuracy too, over the
+    reported seeds, at size 64 even where another size is best."""
     for seed in range(4):
         for method, size, lr, accuracy in (("full", None, 5e-5, 70.0), ("houlsby", 64, 1e-3, 72.0)):
             config = FinetuneConfig(task="mrpc", method=method, adapter_size=size, learning_rate=lr, seed=seed)
             fake_record(config, 80.0, metrics={"f1": 80.0, "accuracy": accuracy + seed})
+        config = FinetuneConfig(task="mrpc", method="houlsby", adapter_size=8, learning_rate=1e-3, seed=seed)
+        fake_record(config, 90.0, metrics={"f1": 90.0, "accuracy": 90.0})
     table = hc.course_reproduction(labelled(tmp_path)).set_index("task")
-    assert table.loc["mrpc", ["course: full", "course: adapters", "course: adapters − full"]].tolist() == [
-        "85.0",  # 85.05, rounded half to even
-        "85.8",
-        "+0.7",
+    assert table.loc["mrpc", ["course: full", "course: adapters (64)", "course: adapters − full"]].tolist() == [
+        "85.05",
+        "85.78",
+        "+0.73",  # sources/003 lines 424-426: 0.85784316 − 0.8504902
     ]
+    assert table.loc["cola", "course: adapters − full"] == "-0.96"
     assert table.loc["mrpc", "ours: full"] == "72.0 ± 1.0 (3)"  # seeds 1-3: 71, 72, 73
-    assert table.loc["mrpc", "ours: adapters"] == "74.0 ± 1.0 (3) [64]"
+    assert table.loc["mrpc", "ours: adapters (64)"] == "74.0 ± 1.0 (3)"
     assert table.loc["mrpc", "ours: adapters − full [95% CI]"].startswith("+2.0")
     assert table.loc["cola", "ours: full"] == "–"  # not run
 
