@@ -224,9 +224,12 @@ def test_ablations_low_resource_and_few_shot_are_read_off_their_settings(tmp_pat
     multi_run(tmp_path, ["imdb"], "hyperformer++", 1, [77.0], cap=4, transfer_from={"tasks": list(glue)})
     multi_run(tmp_path, ["imdb"], "houlsby", 1, [70.0], cap=4)
     runs = hyper_runs(tmp_path)
-    ablation = hy.ablation_table(runs).set_index("model")["ours: mean test score"]
-    assert ablation["hyperformer++"] == "50.0 (1)" and ablation["no adapter blocks"] == "61.0 ± 1.4 (2)"
+    table = hy.ablation_table(runs).set_index("paper's model")
+    ablation = table["ours: mean test score"]
+    assert table.loc["hyperformer", "ours"] == "hyperformer++"  # the paper ablates Hyperformer-small, ours ++
+    assert ablation["hyperformer"] == "50.0 (1)" and ablation["no adapter blocks"] == "61.0 ± 1.4 (2)"
     assert ablation["no conditional layer norm"] == "75.0 (1)" and ablation["no task projector"] == "–"
+    assert table.loc["no T5 layer norm", "ours"] == "not run"  # every row of the paper's Table 4 is shown
     curve = hy.low_resource(runs)
     assert curve[curve["label"] == "hyperformer++"].set_index("cap")["mean test score"].to_dict() == {
         100: 70.0,

@@ -9,6 +9,8 @@ import pandas as pd
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.reporting.across.hyperformer.plan import FEW_SHOT as FEW_SHOT_GRID
 from adaptstudy.reporting.across.hyperformer.tables import (
+    ABLATED,
+    ABLATIONS,
     FEW_SHOT_LABELS,
     GLUE5,
     at_chosen_rates,
@@ -21,7 +23,7 @@ from adaptstudy.reporting.baselines import selection_failures, validation_learne
 from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of, verdict_table
 from adaptstudy.reporting.common import SELECTION_SEED, reported
 from adaptstudy.reporting.evidence import Unit, contrast
-from adaptstudy.reporting.published import HYPER_ABLATION, HYPER_FEW_SHOT
+from adaptstudy.reporting.published import HYPER_FEW_SHOT
 
 DECLARED = declare_chapter(declaration_path(__file__), "hyperformer")
 BEATS_ST_ADAPTERS = DECLARED["beats-st-adapters"]
@@ -88,7 +90,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         f"{t} k={k}" for t, rows in HYPER_FEW_SHOT.items() for k in rows["k"] if k not in FEW_SHOT_GRID.get(t, {})
     ]
     sizes = {f"{cap:g} per task": versus(several[several["cap"] == cap], "hyperformer++", "mt-full") for cap in caps}
-    components = {m: versus(ablations, "hyperformer++", m) for m in list(HYPER_ABLATION)[1:]}
+    components = {m: versus(ablations, ABLATED, m) for m in ABLATIONS}
     return [
         verdict_of(BEATS_ST_ADAPTERS, versus(main, "hyperformer++", "st-adapters")),
         verdict_of(BEATS_ST_FULL, versus(main, "hyperformer++", "st-full")),
