@@ -78,7 +78,7 @@ def declare_chapter(path: str | os.PathLike, chapter: str) -> dict[str, Claim]:
         key = f"{chapter}.{name}"
         if key in CLAIMS:
             raise ValueError(f"claim {key!r} is declared twice")
-        claims[name] = CLAIMS.add(key, Claim(key, declaration.paper, declared))
+        claims[name] = CLAIMS.add(key, Claim(key, declared.paper or declaration.paper, declared))
     return claims
 
 
@@ -124,8 +124,8 @@ class Verdict:
         names, judgements, reasons, left_out = [], [], {}, []
         for name in d.comparisons:
             built = {u.name: u for u in self.comparisons.get(name, [])}
-            missing = [u for u in d.units if u not in built]
-            units = [built[u] for u in d.units if u in built]
+            missing = [u for u in d.all_units if u not in built]
+            units = [dataclasses.replace(built[u], against=u in d.versus_units) for u in d.all_units if u in built]
             if d.quantity == "measured":  # the bootstrap recomputes metrics, not seconds
                 units = [dataclasses.replace(u, measured=True) for u in units]
             units, out = _regime(units, d.collapse)
@@ -170,7 +170,7 @@ class Verdict:
     def _used_units(self) -> list[list[Unit]]:
         left = {(name, unit) for name, unit, _ in self._judged[3]}
         return [
-            [u for u in self.comparisons.get(n, []) if u.name in self.design.units and (n, u.name) not in left]
+            [u for u in self.comparisons.get(n, []) if u.name in self.design.all_units and (n, u.name) not in left]
             for n in self.names
         ]
 
@@ -203,7 +203,7 @@ class Verdict:
         """What the verdict rests on and what it left out, in one line: every verdict says it, not only the
         untestable ones."""
         used = self.used_units()
-        parts = [f"{len(used)} of {len(self.design.units)} units: {', '.join(used) or 'none'}"]
+        parts = [f"{len(used)} of {len(self.design.all_units)} units: {', '.join(used) or 'none'}"]
         if self.left_out:
             parts.append("left out: " + "; ".join(self.left_out))
         if collapsed := self.collapsed():

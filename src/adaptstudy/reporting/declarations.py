@@ -35,11 +35,14 @@ DESIGN_FIELDS = (
     "arms",
     "comparisons",
     "units",
+    "versus_units",
     "quantity",
     "rule",
     "smallest_effect",
     "collapse",
 )
+
+ADDED_FIELDS = ("versus_units",)  # design fields added after the first ledgers: left out of a fingerprint when empty
 
 
 class RuleSpec(BaseModel):
@@ -57,7 +60,9 @@ class Design(BaseModel):
     where the source implies one. `collapse`, the regime for runs that learned nothing: `count` (the one regime: a
     unit is set aside only on selection-stage evidence, a reported run that learned nothing counts with its score and
     is named); the superseded `include` (every run counts, nothing set aside), `block` (any such reported run makes the
-    claim not testable) and `drop` (a unit with such a reported run is left out) rebuild earlier verdicts."""
+    claim not testable) and `drop` (a unit with such a reported run is left out) rebuild earlier verdicts.
+    `versus_units`, where given, makes the effect a comparison between groups: the mean over `units` − the mean over
+    these ("helps most on the small targets": their gain above the large targets')."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     sentence: str
@@ -68,6 +73,7 @@ class Design(BaseModel):
     arms: list[str]
     comparisons: list[str] = Field(default_factory=lambda: [""])
     units: list[str]
+    versus_units: list[str] = Field(default_factory=list)
     quantity: Literal["metric", "measured"] = "metric"
     rule: RuleSpec
     smallest_effect: float | None = None
@@ -77,9 +83,17 @@ class Design(BaseModel):
     def decision(self) -> Rule:
         return Rule(self.rule.kind, self.rule.threshold)
 
+    @property
+    def all_units(self) -> list[str]:
+        """Every unit the effect is taken over, `versus_units` included."""
+        return [*self.units, *self.versus_units]
+
     def fingerprint(self) -> str:
         """A stable hash of the design (16 hex digits)."""
         design = self.model_dump(mode="json", include=set(DESIGN_FIELDS))  # a ledger is not part of the design
+        for name in ADDED_FIELDS:  # fields added after the ledgers began count only where set
+            if not design[name]:
+                del design[name]
         canonical = json.dumps(design, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
@@ -107,9 +121,11 @@ class Entry(BaseModel):
 
 
 class Declared(Design):
-    """A claim as its chapter declares it: the design and its ledger."""
+    """A claim as its chapter declares it: the design and its ledger, and `paper` where its source is not the
+    chapter's (an attribution, not part of the design)."""
 
     ledger: list[Entry] = Field(min_length=1)
+    paper: str | None = None
 
     @property
     def design(self) -> Design:
@@ -167,6 +183,12 @@ def load_declaration(path: str | os.PathLike) -> Chapter:
 def dump_declaration(chapter: Chapter) -> str:
     """The YAML text of a declaration, fields in their declared order."""
     data = chapter.model_dump(mode="json", exclude_defaults=False)
+    for claim in data["claims"].values():
+        if claim["paper"] is None:
+            del claim["paper"]
+        for name in ADDED_FIELDS:
+            if not claim[name]:
+                del claim[name]
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
 
 

@@ -22,7 +22,7 @@ what a claim does with them is its declaration's (`claims`), one regime for ever
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -79,7 +79,8 @@ class Arm:
 @dataclass
 class Unit:
     """One task (or task × setting) of a comparison: a weighted sum of arms (a − b; or a difference of differences,
-    as a gain over a baseline against another's) plus a constant. `labels` and `metric` are given when every arm
+    as a gain over a baseline against another's) plus a constant. A unit marked `against` is on the other side of a
+    comparison between groups of units ("helps most on small targets": their mean gain − the large targets'). `labels` and `metric` are given when every arm
     stored its predictions on these examples, for the bootstrap over examples; without `metric`, the arms' own,
     where they share one."""
 
@@ -89,6 +90,7 @@ class Unit:
     labels: np.ndarray | None = None
     metric: str | None = None
     measured: bool = False  # the effect is in a measured quantity (seconds): no bootstrap over examples
+    against: bool = False  # subtracted: the effect is the mean over the other units − the mean over these
 
     def __post_init__(self):
         if self.metric is None:
@@ -181,23 +183,37 @@ class Judgement:
         )
 
 
+def coefficients(units: Sequence[Unit]) -> np.ndarray:
+    """Each unit's weight in the effect: 1/n (the mean over units), or, where some units are `against`, 1/n for the
+    others and −1/m for those (the difference of the two groups' means)."""
+    against = np.array([u.against for u in units])
+    if not against.any():
+        return np.full(len(units), 1 / len(units))
+    if against.all():
+        return np.full(len(units), np.nan)  # no group to compare with
+    return np.where(against, -1 / against.sum(), 1 / (~against).sum())
+
+
 def judge(units: Sequence[Unit], rule: Rule, resamples: int = RESAMPLES, seed: int = 0) -> Judgement:
-    """The effect of `units` (mean over units of a − b), its 95% interval, and the rule's verdict; per-unit
-    judgements ride along in `.units` for a chapter's detail."""
+    """The effect of `units` (mean over units of a − b, or the difference of two groups' means), its 95% interval,
+    and the rule's verdict; per-unit judgements ride along in `.units` for a chapter's detail."""
     if not units:
         return Judgement(np.nan, np.nan, np.nan, 0, "not testable", "–", {"no runs": []})
-    effect = float(np.mean([u.effect() for u in units]))  # nan where an arm has no runs
+    c = coefficients(units)
+    effect = float(np.dot(c, [u.effect() for u in units]))  # nan where an arm has no runs
     seeds = min(len(arm.scores) for u in units for arm in u.arms())
     reasons: dict[str, list[str]] = {}
     for u in units:
         if (why := u.testable()) is not None:
             reasons.setdefault(why[0], []).append(why[1])
     low, high, method, se, df = _interval(units, resamples, seed)
+    if np.isnan(c).any():
+        reasons.setdefault("no units to compare with", [])
     verdict = "not testable" if reasons else rule.verdict(low, high)
     collapsed = [_collapsed(u) for u in units if u.collapsed()]
     judgement = Judgement(effect, low, high, seeds, verdict, method, reasons, se=se, df=df, collapsed=collapsed)
     if len(units) > 1:
-        judgement.units = [(u.name, judge([u], rule, resamples, seed)) for u in units]
+        judgement.units = [(u.name, judge([replace(u, against=False)], rule, resamples, seed)) for u in units]
     return judgement
 
 
@@ -228,10 +244,10 @@ def all_of(judgements: Sequence[Judgement]) -> str:
 def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, float, str, float, float]:
     """The 95% interval of the effect (see the module docstring), the name of the method, its standard error and
     degrees of freedom."""
-    n_units = len(units)
-    parts = [  # (variance of each weighted arm mean, its degrees of freedom), scaled to the mean over units
-        (w**2 * arm.scores.var(ddof=1) / len(arm.scores) / n_units**2, len(arm.scores) - 1)
-        for u in units
+    c = coefficients(units)
+    parts = [  # (variance of each weighted arm mean, its degrees of freedom), scaled to the unit's coefficient
+        (w**2 * arm.scores.var(ddof=1) / len(arm.scores) * cu**2, len(arm.scores) - 1)
+        for u, cu in zip(units, c)
         for w, arm in u.terms
         if len(arm.scores) > 1
     ]
@@ -246,7 +262,7 @@ def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, 
         method += f", widened by a paired bootstrap over evaluation examples ({resamples} resamples)"
     se = float(np.sqrt(seed_var + example_var))
     half = stats.t.ppf(0.5 + LEVEL / 2, df) * se
-    effect = float(np.mean([u.effect() for u in units]))
+    effect = float(np.dot(c, [u.effect() for u in units]))
     return effect - half, effect + half, method, se, float(df)
 
 
@@ -254,13 +270,13 @@ def _example_bootstrap(units: Sequence[Unit], resamples: int, seed: int) -> np.n
     """The effect recomputed on `resamples` resamples of each unit's examples, the runs held fixed."""
     rng = np.random.default_rng(seed)
     total = np.zeros(resamples)
-    for u in units:
+    for u, cu in zip(units, coefficients(units)):
         labels = u.shared_labels()
         idx = rng.integers(0, len(labels), size=(resamples, len(labels)))
         for w, arm in u.terms:
-            total += w * np.mean([resampled_metric(u.metric, p, labels, idx) for p in arm.predictions], axis=0)
-        total += u.offset
-    return total / len(units)
+            total += cu * w * np.mean([resampled_metric(u.metric, p, labels, idx) for p in arm.predictions], axis=0)
+        total += cu * u.offset
+    return total
 
 
 def resampled_metric(metric: str, predictions: np.ndarray, labels: np.ndarray, idx: np.ndarray) -> np.ndarray:

@@ -89,7 +89,7 @@ def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verd
         comparisons = {
             (f"vs {other}" if len(others) > 1 else ""): [
                 contrast(task, _cells(runs, declaration.arms[first], task), _cells(runs, declaration.arms[other], task))
-                for task in c.units
+                for task in c.all_units
             ]
             for other in others
         }

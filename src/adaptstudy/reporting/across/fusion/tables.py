@@ -219,7 +219,6 @@ FUSION_BEATS = DECLARED["beats-st-a"]
 FUSION_SMALL = DECLARED["small-targets"]
 FUSION_COMPOSES = DECLARED["composition"]
 FUSION_BEATS_MT = DECLARED["beats-mt-a"]
-SMALL_TARGETS = ("rte", "mrpc", "cb")
 
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
@@ -251,7 +250,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     )
     return [
         verdict_of(FUSION_BEATS, [unit(t) for t in tasks], detail=capacity),
-        verdict_of(FUSION_SMALL, [unit(t) for t in tasks if t in SMALL_TARGETS], detail=capacity),
+        verdict_of(FUSION_SMALL, [unit(t) for t in tasks], detail=capacity),
         verdict_of(FUSION_COMPOSES, [unit(t, ALONE) for t in having(ALONE)]),
         verdict_of(FUSION_BEATS_MT, [unit(t, "mt-a") for t in having("mt-a")]),
         *attention_verdicts(cells, aside),
