@@ -12,11 +12,9 @@ from adaptstudy.reporting.baselines import flag_runs
 from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of, verdict_table
 from adaptstudy.reporting.common import reported
 from adaptstudy.reporting.evidence import Unit, contrast
-from adaptstudy.reporting.peft.tables import at_chosen_rates, method_table
+from adaptstudy.reporting.peft.tables import at_chosen_rates
 from adaptstudy.reporting.published import PEFT_REPORT_METHODS, PEFT_REPORT_SETTINGS
 
-CHEAP_SHARE = 5.0  # % of the backbone trained: below this a method counts as cheap
-LARGER = "minilm-l6"
 DECLARED = declare_chapter(declaration_path(__file__), "peft")
 FULL_BEST = DECLARED["full-best"]
 BITFIT_BEST = DECLARED["bitfit-best-cheap"]
@@ -38,15 +36,13 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         frame = chosen[(chosen["backbone"] == backbone) & (chosen["setting"] == setting) & (chosen["method"] == method)]
         return arm(frame, score, learned)
 
-    def per_panel(a: str, b: str, score="main_metric_value", learned="learned_nothing", where=None) -> list[Unit]:
+    def per_panel(a: str, b: str, score="main_metric_value", learned="learned_nothing") -> list[Unit]:
         return [
             contrast(f"{bb} {s}", cells(bb, s, a, score, learned), cells(bb, s, b, score, learned), metric="accuracy")
-            for bb, s in where or panels
+            for bb, s in panels
         ]
 
-    table = method_table(runs)
-    cheap = table[(table["trained_pct"] <= CHEAP_SHARE) & (table["backbone"] == LARGER)]["method"].unique()
-    larger = [p for p in panels if p[0] == LARGER]
+    methods = sorted(set(chosen["method"]))
     slow, fast = PEFT_REPORT_SETTINGS[0.3], PEFT_REPORT_SETTINGS[0.9]
     backbones = sorted({b for b, _ in panels})
 
@@ -59,11 +55,12 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         ]
         return Unit(backbone, terms)
 
+    def drop(method: str, backbone: str) -> Unit:
+        return Unit(backbone, [(1.0, cells(backbone, fast, method)), (-1.0, cells(backbone, slow, method))])
+
     return [
         verdict_of(FULL_BEST, {f"vs {m}": per_panel("full", m) for m in others}),
-        verdict_of(
-            BITFIT_BEST, {f"vs {m}": per_panel("bitfit", m, where=larger) for m in sorted(cheap) if m != "bitfit"}
-        ),
+        verdict_of(BITFIT_BEST, {f"vs {m}": per_panel("bitfit", m) for m in methods if m != "bitfit"}),
         verdict_of(
             BITFIT_FAST,
             {f"vs {m}": per_panel(m, "bitfit", "epoch_s", learned="") for m in PEFT_REPORT_METHODS if m != "bitfit"},
@@ -75,7 +72,8 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         ),
         verdict_of(
             PROMPT_DATA,
-            {f"vs {m}": [data_loss(m, b) for b in backbones] for m in PEFT_REPORT_METHODS if m != "prompt_tuning"},
+            {"": [drop("prompt_tuning", b) for b in backbones]}
+            | {f"vs {m}": [data_loss(m, b) for b in backbones] for m in PEFT_REPORT_METHODS if m != "prompt_tuning"},
         ),
         verdict_of(CONVERGENCE, per_panel("full", "encoder_only", "early_gap")),
     ]
