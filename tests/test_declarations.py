@@ -108,3 +108,23 @@ def test_the_amend_command_records_an_edit_as_an_amendment(tmp_path):
     last = parity.ledger[-1]
     assert (last.event, last.records, last.was) == ("amended", 7, {"rule": {"kind": "above", "threshold": -1.0}})
     assert path.read_text().startswith("# The houlsby chapter's claims")
+
+
+def test_the_amend_command_declares_a_claim_written_without_a_ledger(tmp_path):
+    """A new claim (no ledger) gets the entry that declares it, dated and fingerprinted; a declared claim whose
+    ledger was deleted is refused, naming it."""
+    source = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml"
+    path = tmp_path / "claims.yaml"
+    new = (
+        "  new-claim:\n    sentence: A new one\n    where: Table 9\n    published: none\n    effect: a − b\n"
+        "    arms: [a, b]\n    units: [cola]\n    rule: {kind: above, threshold: 0.0}\n"
+    )
+    path.write_text(source.read_text() + new)
+    assert amend(path, load_declaration(source), "a test: declared", records=3) == ["new-claim"]
+    claim = load_declaration(path).claims["new-claim"]
+    assert [(e.event, e.records) for e in claim.ledger] == [("declared", 3)] and claim.unamended() == ""
+    stripped = yaml.safe_load(source.read_text())
+    del stripped["claims"]["parity"]["ledger"]
+    path.write_text(yaml.safe_dump(stripped, allow_unicode=True))
+    with pytest.raises(ValueError, match="'parity' lost its ledger"):
+        amend(path, load_declaration(source), "a test", records=3)

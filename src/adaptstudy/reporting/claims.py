@@ -130,20 +130,24 @@ class Verdict:
                 units = [dataclasses.replace(u, measured=True) for u in units]
             units, out = _regime(units, d.collapse)
             left_out += [(name, unit, why) for unit, why in out]
-            key = (name, tuple(u.name for u in units), d.quantity, d.decision)
-            if key not in self._judgements:
-                self._judgements[key] = judge(units, d.decision)
-            judgement = self._judgements[key]
-            if missing:
-                reasons.setdefault("not run", []).extend(f"{_named(name)}{u}" for u in missing)
-                judgement = dataclasses.replace(judgement, verdict="not testable")
-            if d.collapse == "block" and judgement.collapsed:
-                reasons.setdefault("learned nothing", []).extend(judgement.collapsed)
-                judgement = dataclasses.replace(judgement, verdict="not testable")
-            for reason, parts in judgement.reasons.items():
-                reasons.setdefault(reason, []).extend(parts)
-            names.append(name)
-            judgements.append(judgement)
+            parts = [(f"{_named(name)}{u.name}", [u]) for u in units] if d.every_unit else [(name, units)]
+            for part, judged_units in parts:
+                key = (part, tuple(u.name for u in judged_units), d.quantity, d.decision)
+                if key not in self._judgements:
+                    self._judgements[key] = judge(judged_units, d.decision)
+                judgement = self._judgements[key]
+                if missing:
+                    reasons.setdefault("not run", []).extend(f"{_named(name)}{u}" for u in missing)
+                    judgement = dataclasses.replace(judgement, verdict="not testable")
+                if d.collapse == "block" and judgement.collapsed:
+                    reasons.setdefault("learned nothing", []).extend(judgement.collapsed)
+                    judgement = dataclasses.replace(judgement, verdict="not testable")
+                for reason, why in judgement.reasons.items():
+                    reasons.setdefault(reason, []).extend(why)
+                names.append(part)
+                judgements.append(judgement)
+        for reason in reasons:
+            reasons[reason] = list(dict.fromkeys(reasons[reason]))
         return names, judgements, reasons, left_out
 
     @property
@@ -171,7 +175,7 @@ class Verdict:
         left = {(name, unit) for name, unit, _ in self._judged[3]}
         return [
             [u for u in self.comparisons.get(n, []) if u.name in self.design.all_units and (n, u.name) not in left]
-            for n in self.names
+            for n in self.design.comparisons
         ]
 
     def used_units(self) -> list[str]:
@@ -181,7 +185,8 @@ class Verdict:
     def collapsed(self) -> list[str]:
         """The units whose counted runs include some that learned nothing, with how many ('rte (3 runs)'; named by
         comparison where there are several)."""
-        return list(dict.fromkeys(f"{_named(n)}{c}" for n, j in zip(self.names, self.judgements) for c in j.collapsed))
+        named = (lambda n: "") if self.design.every_unit else _named  # a part judged alone is named by its unit
+        return list(dict.fromkeys(f"{named(n)}{c}" for n, j in zip(self.names, self.judgements) for c in j.collapsed))
 
     @property
     def verdict(self) -> str:

@@ -36,13 +36,14 @@ DESIGN_FIELDS = (
     "comparisons",
     "units",
     "versus_units",
+    "every_unit",
     "quantity",
     "rule",
     "smallest_effect",
     "collapse",
 )
 
-ADDED_FIELDS = ("versus_units",)  # design fields added after the first ledgers: left out of a fingerprint when empty
+ADDED_FIELDS = ("versus_units", "every_unit")  # design fields added after the first ledgers: left out of a fingerprint when empty
 
 
 class RuleSpec(BaseModel):
@@ -62,7 +63,8 @@ class Design(BaseModel):
     is named); the superseded `include` (every run counts, nothing set aside), `block` (any such reported run makes the
     claim not testable) and `drop` (a unit with such a reported run is left out) rebuild earlier verdicts.
     `versus_units`, where given, makes the effect a comparison between groups: the mean over `units` − the mean over
-    these ("helps most on the small targets": their gain above the large targets')."""
+    these ("helps most on the small targets": their gain above the large targets'). `every_unit`: the rule must
+    hold on each unit alone ("never worse on any target"), not only on their mean."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     sentence: str
@@ -74,6 +76,7 @@ class Design(BaseModel):
     comparisons: list[str] = Field(default_factory=lambda: [""])
     units: list[str]
     versus_units: list[str] = Field(default_factory=list)
+    every_unit: bool = False
     quantity: Literal["metric", "measured"] = "metric"
     rule: RuleSpec
     smallest_effect: float | None = None
@@ -196,12 +199,28 @@ def amend(
     path: str | os.PathLike, previous: Chapter, reason: str, records: int, when: datetime | None = None
 ) -> list[str]:
     """Append an amendment to every claim of the declaration at `path` whose design differs from `previous` (the
-    file as it was, e.g. at HEAD): `was` holds the changed fields' earlier values. Rewrites the file, keeping its
-    leading comment; returns the names of the claims amended."""
+    file as it was, e.g. at HEAD): `was` holds the changed fields' earlier values. A claim written without a ledger
+    is new: it gets the entry that declares it. Rewrites the file, keeping its leading comment; returns the names of
+    the claims amended or declared."""
     path = Path(path)
-    current = load_declaration(path)
     when = when or datetime.now(timezone.utc).replace(microsecond=0)
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     amended = []
+    for name, claim in (raw.get("claims") or {}).items():
+        if isinstance(claim, dict) and "ledger" not in claim:
+            if name in previous.claims:
+                raise ValueError(f"{path}: claim {name!r} lost its ledger; restore it (a declared claim keeps it)")
+            try:
+                design = Design(**{k: v for k, v in claim.items() if k != "paper"})
+            except ValidationError as error:
+                raise ValueError(f"{path}: claim {name!r} is not a valid design: {error}") from None
+            entry = Entry(event="declared", date=when, reason=reason, records=records, fingerprint=design.fingerprint())
+            claim["ledger"] = [entry.model_dump(mode="json")]
+            amended.append(name)
+    try:
+        current = Chapter.model_validate(raw)
+    except ValidationError as error:
+        raise ValueError(f"{path}: not a valid claim declaration: {error}") from None
     for name, claim in current.claims.items():
         before = previous.claims.get(name)
         if before is None or before.design == claim.design:
@@ -220,7 +239,8 @@ def amend(
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m adaptstudy.reporting.declarations amend PATH --reason ... --results-dir DIR [--against REV]`: record
-    as amendments the changes made to a declaration file since git revision REV (default HEAD)."""
+    as amendments the changes made to a declaration file since git revision REV (default HEAD), and declare the
+    claims written without a ledger."""
     import argparse
     import subprocess
     import sys
@@ -251,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         detail = getattr(error, "stderr", "") or error
         print(f"error: {str(detail).strip()}", file=sys.stderr)
         return 2
-    print(f"amended: {', '.join(names) or 'nothing changed'}")
+    print(f"amended or declared: {', '.join(names) or 'nothing changed'}")
     return 0
 
 

@@ -1,7 +1,8 @@
-"""Where AdapterFusion puts its weight (the paper's Figure 4): the mean last-layer attention of each target on each
-source adapter, averaged over the reported seeds, and the two claims read from it. Both were declared before the
-protocol's fusion runs (issue 25): the target's own adapter, and the adapters of related tasks (`RELATED`), each get
-more than an even share, 1/N of the N adapters fused."""
+"""Where AdapterFusion puts its weight (the paper's Figure 4 and §6): the mean last-layer attention of each target on
+each source adapter, averaged over the reported seeds, and the two claims read from it. Declared before the
+protocol's fusion runs (issue 25) as "the target's own adapter, and the adapters of related tasks (`RELATED`), each get
+more than an even share"; restated on 2026-12-03 as §6 reads: targets that do not benefit from fusion weigh their own
+adapter most, and those that benefit weigh it less than those that do not."""
 
 from __future__ import annotations
 
@@ -63,17 +64,45 @@ def _unit(task: str, runs: pd.DataFrame, sources: tuple[str, ...], aside: str) -
     return contrast(task, Arm(scores, at_chance, run_ids=tuple(runs["run_id"]), name=FUSED, set_aside=aside), even)
 
 
+def _own_against_others(task: str, runs: pd.DataFrame, aside: str) -> Unit | None:
+    """The target's weight on its own adapter − on the most weighted other adapter (points, per run): above 0 where
+    it weighs its own most; None where no run recorded its attention."""
+    weights = [r["fusion_attention"] for r in runs["record"]]
+    if not weights or not all(task in w and len(w) > 1 for w in weights):
+        return None
+    scores = [100 * (w[task] - max(v for s, v in w.items() if s != task)) for w in weights]
+    at_chance = int(runs["learned_nothing"].sum())
+    return contrast(task, Arm(scores, at_chance, run_ids=tuple(runs["run_id"]), name=FUSED, set_aside=aside), 0.0)
+
+
+def _own_weight(task: str, runs: pd.DataFrame, aside: str) -> Unit | None:
+    """The target's weight on its own adapter (points, per run), for a comparison between groups of targets."""
+    weights = [r["fusion_attention"] for r in runs["record"]]
+    if not weights or not all(task in w for w in weights):
+        return None
+    scores = [100 * w[task] for w in weights]
+    at_chance = int(runs["learned_nothing"].sum())
+    return contrast(task, Arm(scores, at_chance, run_ids=tuple(runs["run_id"]), name=FUSED, set_aside=aside), 0.0)
+
+
+OWN_MOST = "own − largest other"  # the comparisons of the restated claims (2026-12-03); '' keeps the earlier ones
+OWN_WEIGHT = "own weight"
+
+
 def attention_verdicts(cells: pd.DataFrame, aside: dict[str, str]) -> list[Verdict]:
-    """The two attention claims on the table's Fusion w/ ST-A cells, under their declarations."""
-    own, related = [], []
+    """The two attention claims on the table's Fusion w/ ST-A cells, under their declarations. Each effect the
+    declarations have named is built (the earlier designs' against an even share too, for their ledger's verdicts)."""
+    built: dict[str, dict[str, list[Unit]]] = {"own": {}, "related": {}}
     for task, sources in RELATED.items():
         mine = cells[(cells["task"] == task) & (cells["label"] == FUSED)]
         mine = mine.loc[[bool(r.get("fusion_attention")) for r in mine["record"]]]
-        own.append(_unit(task, mine, (task,), aside.get(task, "")))
-        related.append(_unit(task, mine, sources, aside.get(task, "")))
-    missing = [t for t, mine, theirs in zip(RELATED, own, related) if mine is not None and theirs is None]
-    detail = f"no related adapter fused for {', '.join(missing)}" if missing else ""
-    return [
-        verdict_of(FUSION_OWN, [u for u in own if u is not None]),
-        verdict_of(FUSION_RELATED, [u for u in related if u is not None], detail=detail),
-    ]
+        why = aside.get(task, "")
+        for claim, name, unit in (
+            ("own", "", _unit(task, mine, (task,), why)),
+            ("own", OWN_MOST, _own_against_others(task, mine, why)),
+            ("related", "", _unit(task, mine, sources, why)),
+            ("related", OWN_WEIGHT, _own_weight(task, mine, why)),
+        ):
+            if unit is not None:
+                built[claim].setdefault(name, []).append(unit)
+    return [verdict_of(FUSION_OWN, built["own"]), verdict_of(FUSION_RELATED, built["related"])]

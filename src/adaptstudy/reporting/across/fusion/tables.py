@@ -219,6 +219,11 @@ FUSION_BEATS = DECLARED["beats-st-a"]
 FUSION_SMALL = DECLARED["small-targets"]
 FUSION_COMPOSES = DECLARED["composition"]
 FUSION_BEATS_MT = DECLARED["beats-mt-a"]
+BEATS_FULL = DECLARED["beats-full"]
+ST_A_BEATS_FULL = DECLARED["st-a-beats-full"]
+HEAD_BELOW_FULL = DECLARED["head-below-full"]
+OVER_MT_A_NOT_WORSE = DECLARED["over-mt-a-not-worse"]
+ON_OWN_ADAPTER = ("fusion-st-a", "st-a", ALONE)  # the arms built on the target's own ST-A adapter
 
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
@@ -228,17 +233,20 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     cells = flagged_cells(runs)
     aside = set_aside(runs)
 
-    def unit(task: str, other: str = "st-a") -> Unit:
+    def unit(task: str, other: str = "st-a", first: str = "fusion-st-a") -> Unit:
+        """first − other on `task`; set aside where the target's own adapter learned nothing in stage 1 and the
+        comparison builds on it."""
         here = cells[cells["task"] == task]
+        why = aside.get(task, "") if {first, other} & set(ON_OWN_ADAPTER) else ""
         return contrast(
             task,
-            arm(here[here["label"] == "fusion-st-a"], "score", set_aside=aside.get(task, "")),
-            arm(here[here["label"] == other], "score", set_aside=aside.get(task, "")),
+            arm(here[here["label"] == first], "score", set_aside=why),
+            arm(here[here["label"] == other], "score", set_aside=why),
             metric="accuracy",
         )
 
-    def having(other: str) -> list[str]:
-        return [t for t in FUSION_TARGETS if {"fusion-st-a", other} <= set(cells.loc[cells["task"] == t, "label"])]
+    def having(other: str, first: str = "fusion-st-a") -> list[str]:
+        return [t for t in FUSION_TARGETS if {first, other} <= set(cells.loc[cells["task"] == t, "label"])]
 
     tasks = having("st-a")
     share = (cells["trainable_params"] / cells["backbone_params"]).groupby(cells["label"]).mean()
@@ -253,6 +261,10 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         verdict_of(FUSION_SMALL, [unit(t) for t in tasks], detail=capacity),
         verdict_of(FUSION_COMPOSES, [unit(t, ALONE) for t in having(ALONE)]),
         verdict_of(FUSION_BEATS_MT, [unit(t, "mt-a") for t in having("mt-a")]),
+        verdict_of(BEATS_FULL, [unit(t, "full") for t in having("full")], detail=capacity),
+        verdict_of(ST_A_BEATS_FULL, [unit(t, "full", "st-a") for t in having("full", "st-a")]),
+        verdict_of(HEAD_BELOW_FULL, [unit(t, "head_only", "full") for t in having("head_only", "full")]),
+        verdict_of(OVER_MT_A_NOT_WORSE, [unit(t, "mt-a", OVER_MT_A) for t in having("mt-a", OVER_MT_A)]),
         *attention_verdicts(cells, aside),
     ]
 
