@@ -128,6 +128,8 @@ ALL_LAYERS = DECLARED["ablation-all"]
 LOWER_LAYERS = DECLARED["ablation-lower"]
 INIT_STABLE = DECLARED["init-stable"]
 INIT_DEGRADES = DECLARED["init-degrades"]
+LAYERNORM_POOR = DECLARED["layernorm-poor"]
+VARIANTS_SIMILAR = DECLARED["variants-similar"]
 
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
@@ -156,7 +158,38 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         ),
         *_ablation_verdicts(runs, aside),
         *_init_verdicts(runs),
+        verdict_of(LAYERNORM_POOR, _layernorm_units(runs, aside, metric)),
+        verdict_of(VARIANTS_SIMILAR, _variant_units(runs, aside, metric)),
     ]
+
+
+def _layernorm_units(runs: pd.DataFrame, aside: dict, metric: dict[str, str]) -> list[Unit]:
+    """Per task: full fine-tuning − layer norm only, each at its chosen rate over the reported seeds."""
+    frame = reported_at_chosen_rates(runs, labels=None)
+
+    def cells(task: str, label: str) -> Arm:
+        return arm(frame[(frame["task"] == task) & (frame["label"] == label)], set_aside=aside.get((task, label), ""))
+
+    tasks = sorted(set(frame.loc[frame["label"] == "layernorm", "task"]) & set(frame.loc[frame["label"] == "full", "task"]))
+    return [contrast(t, cells(t, "full"), cells(t, "layernorm"), metric=metric[t]) for t in tasks]
+
+
+def _variant_units(runs: pd.DataFrame, aside: dict, metric: dict[str, str]) -> dict[str, list[Unit]]:
+    """Per architecture variant and task: the variant − the plain size-64 adapter of the same rate, over the seeds
+    both report."""
+    variant = config_column(runs, "adapter_variant")
+    variants = runs[variant.notna() & (runs["seed"] != SELECTION_SEED)].assign(variant=variant[variant.notna()])
+    plain = reported_at_chosen_rates(runs)
+    plain = plain[plain["label"] == "houlsby-64"]
+    out: dict[str, list[Unit]] = {}
+    for (name, task), group in variants.groupby(["variant", "task"]):
+        base = plain[(plain["task"] == task) & plain["seed"].isin(group["seed"])]
+        base = base[base["config.learning_rate"].isin(group["config.learning_rate"])]
+        why = aside.get((task, "houlsby-64"), "")
+        out.setdefault(f"vs {name}", []).append(
+            contrast(task, arm(group, set_aside=why), arm(base, set_aside=why), metric=metric[task])
+        )
+    return out
 
 
 def claims(runs: pd.DataFrame) -> pd.DataFrame:
