@@ -263,3 +263,17 @@ def test_a_comparison_between_groups_of_units_is_the_difference_of_their_means()
     assert [j.effect for _, j in judged.units] == pytest.approx(gains)
     alone = judge([u for u in units if u.against], Rule("above", 0.0))  # nothing to compare with
     assert alone.verdict == "not testable" and "no units to compare with" in alone.why
+
+
+def test_a_two_sided_claim_holds_on_either_side_and_cannot_be_refused_at_margin_0():
+    """`outside` ('depends on'): an interval wholly above or below ±m holds; inside ±m does not hold; across it is
+    inconclusive; at m = 0 nothing shows that an effect is exactly 0."""
+    rule = Rule("outside", 1.0)
+    assert [rule.verdict(*ci) for ci in ((1.5, 3), (-4, -2), (-0.5, 0.5), (0.5, 2))] == [
+        "holds",
+        "holds",
+        "does not hold",
+        "inconclusive",
+    ]
+    assert Rule("outside", 0.0).verdict(-0.1, 0.1) == "inconclusive"
+    assert str(rule) == "holds if the 95% CI lies outside ±1"

@@ -48,7 +48,7 @@ ADDED_FIELDS = ("versus_units", "every_unit")  # design fields added after the f
 
 class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    kind: Literal["above", "below", "within"]
+    kind: Literal["above", "below", "within", "outside"]
     threshold: float = 0.0
 
 

@@ -38,9 +38,10 @@ RESAMPLES = 1000
 class Rule:
     """A claim's decision rule on its effect. `above` t: holds when the interval lies above t, does not hold when it
     lies below. `below` t: the mirror. `within` m: holds when the interval lies inside ±m, does not hold when it lies
-    wholly outside."""
+    wholly outside. `outside` m, its converse (a two-sided "depends on"): holds when the interval lies wholly outside
+    ±m, does not hold when it lies inside (never, at m = 0: no interval proves an effect of exactly 0)."""
 
-    kind: Literal["above", "below", "within"]
+    kind: Literal["above", "below", "within", "outside"]
     threshold: float = 0.0
 
     def verdict(self, low: float, high: float) -> str:
@@ -49,11 +50,15 @@ class Rule:
             return "holds" if low > t else "does not hold" if high < t else "inconclusive"
         if self.kind == "below":
             return "holds" if high < t else "does not hold" if low > t else "inconclusive"
-        return "holds" if -t < low and high < t else "does not hold" if low > t or high < -t else "inconclusive"
+        inside, beyond = -t < low and high < t, low > t or high < -t
+        if self.kind == "outside":
+            return "holds" if beyond else "does not hold" if inside else "inconclusive"
+        return "holds" if inside else "does not hold" if beyond else "inconclusive"
 
     def __str__(self) -> str:
-        t = f"{self.threshold:+g}" if self.kind != "within" else f"±{self.threshold:g}"
-        where = {"above": f"above {t}", "below": f"below {t}", "within": f"inside {t}"}[self.kind]
+        t = f"{self.threshold:+g}" if self.kind in ("above", "below") else f"±{self.threshold:g}"
+        where = {"above": f"above {t}", "below": f"below {t}", "within": f"inside {t}", "outside": f"outside {t}"}
+        where = where[self.kind]
         return f"holds if the 95% CI lies {where}"
 
 

@@ -22,6 +22,11 @@ BITFIT_FAST = DECLARED["bitfit-fastest"]
 PROMPT_WEAKEST = DECLARED["prompt-weakest"]
 PROMPT_DATA = DECLARED["prompt-least-data-loss"]
 CONVERGENCE = DECLARED["encoder-only-slower"]
+EMBEDDINGS_NEAR = DECLARED["embeddings-near-optimal"]
+EMBEDDINGS_CHEAPER = DECLARED["embeddings-cheaper"]
+ENCODER_SCARCE = DECLARED["encoder-overtakes-when-scarce"]
+BITFIT_BACKBONE = DECLARED["bitfit-depends-on-backbone"]
+LARGER, SMALLER = "minilm-l6", "minilm-l3"  # the report's TinyRoBERTa and TinyBERT (PEFT_REPORT_STAND_INS)
 
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
@@ -55,6 +60,16 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         ]
         return Unit(backbone, terms)
 
+    def across_backbones(setting: str, a: str, b: str) -> Unit:
+        """(a − b on the larger backbone) − (a − b on the smaller), in one setting."""
+        terms = [
+            (1.0, cells(LARGER, setting, a)),
+            (-1.0, cells(LARGER, setting, b)),
+            (-1.0, cells(SMALLER, setting, a)),
+            (1.0, cells(SMALLER, setting, b)),
+        ]
+        return Unit(setting, terms)
+
     def drop(method: str, backbone: str) -> Unit:
         return Unit(backbone, [(1.0, cells(backbone, fast, method)), (-1.0, cells(backbone, slow, method))])
 
@@ -76,6 +91,16 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
             | {f"vs {m}": [data_loss(m, b) for b in backbones] for m in PEFT_REPORT_METHODS if m != "prompt_tuning"},
         ),
         verdict_of(CONVERGENCE, per_panel("full", "encoder_only", "early_gap")),
+        verdict_of(EMBEDDINGS_NEAR, per_panel("full", "embeddings_only")),
+        verdict_of(
+            EMBEDDINGS_CHEAPER,
+            {
+                "seconds per epoch": per_panel("full", "embeddings_only", "epoch_s", learned=""),
+                "peak memory (MB)": per_panel("full", "embeddings_only", "peak_rss_mb", learned=""),
+            },
+        ),
+        verdict_of(ENCODER_SCARCE, per_panel("encoder_only", "embeddings_only")),
+        verdict_of(BITFIT_BACKBONE, [across_backbones(s, "bitfit", "full") for s in sorted({s for _, s in panels})]),
     ]
 
 
