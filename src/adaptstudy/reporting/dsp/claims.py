@@ -18,6 +18,7 @@ TAPT_HELPS = DECLARED["tapt"]
 BOTH_BEST = DECLARED["dapt-tapt"]
 NOT_DAPT = DECLARED["not-dapt"]
 ADAPTER_DAPT = DECLARED["adapter-dapt"]
+TAPT_OVER_DAPT = DECLARED["tapt-beats-dapt"]
 ADAPTER_VARIANT = "pfeiffer adapter, seq_bn pretrained (continue)"
 
 
@@ -75,6 +76,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         verdict_of(BOTH_BEST, {f"vs {c}": _vs(runs, "dapt+tapt", c) for c in ("dapt", "tapt", "baseline")}),
         verdict_of(NOT_DAPT, _vs(runs, "dapt", "not-dapt")),
         verdict_of(ADAPTER_DAPT, adapter_units, why=no_gain),
+        verdict_of(TAPT_OVER_DAPT, _vs(runs, "tapt", "dapt")),
     ]
 
 
