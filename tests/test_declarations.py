@@ -8,6 +8,8 @@ import yaml
 import adaptstudy.reporting.scorecard  # noqa: F401  (imports every chapter, which registers its claims)
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import CLAIMS
+from adaptstudy.reporting.claims import DECLARATIONS as CHAPTER_FILES
+from adaptstudy.reporting.claims import findings_table
 from adaptstudy.reporting.declarations import Chapter, Declared, amend, load_declaration
 
 DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))
@@ -128,3 +130,21 @@ def test_the_amend_command_declares_a_claim_written_without_a_ledger(tmp_path):
     path.write_text(yaml.safe_dump(stripped, allow_unicode=True))
     with pytest.raises(ValueError, match="'parity' lost its ledger"):
         amend(path, load_declaration(source), "a test", records=3)
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTER_FILES))
+def test_every_claim_answers_a_finding_of_its_sources(chapter):
+    """The chapter's "what we test" table covers every declared claim, and each finding is tested or says why not."""
+    declaration = load_declaration(CHAPTER_FILES[chapter])
+    covered = {c for f in declaration.findings for c in f.claims}
+    assert set(declaration.claims) <= covered, sorted(set(declaration.claims) - covered)
+    table = findings_table(chapter)
+    assert len(table) == len(declaration.findings)
+    assert ((table["we test it as (verdict)"] != "–") ^ (table["not tested, because"] != "–")).all()
+
+
+def test_a_finding_names_only_claims_of_its_file():
+    with pytest.raises(ValueError, match="findings name \\['nope'\\]"):
+        Chapter.model_validate(
+            {"paper": "p", "claims": {}, "findings": [{"source": "s", "finding": "f", "where": "w", "claims": ["nope"]}]}
+        )

@@ -68,11 +68,13 @@ class Claim:
 
 
 CLAIMS: Registry[Claim] = Registry("claim")
+DECLARATIONS: dict[str, Path] = {}  # chapter -> its declaration file
 
 
 def declare_chapter(path: str | os.PathLike, chapter: str) -> dict[str, Claim]:
     """Register every claim of the declaration file at `path` under `chapter.name`; the chapter's claims by name."""
     declaration = load_declaration(path)
+    DECLARATIONS[chapter] = Path(path)
     claims = {}
     for name, declared in declaration.claims.items():
         key = f"{chapter}.{name}"
@@ -317,6 +319,31 @@ def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def findings_table(chapter: str, verdicts: Sequence[Verdict] = ()) -> pd.DataFrame:
+    """The chapter's "what the sources claim, what we test": each main finding of its sources, the claims that test
+    it with their verdicts (where `verdicts` are given), or why none can."""
+    by_key = {v.claim.key: v for v in verdicts}
+    rows = []
+    for f in load_declaration(DECLARATIONS[chapter]).findings:
+        keys = [f"{chapter}.{c}" for c in f.claims]
+        tested = "; ".join(
+            f"{CLAIMS.get(k).sentence} ({by_key[k].verdict})" if k in by_key else CLAIMS.get(k).sentence for k in keys
+        )
+        rows.append(
+            {
+                "source": f.source,
+                "finding": f.finding,
+                "where": f.where,
+                "we test it as (verdict)": tested or "–",
+                "not tested, because": f.untested or "–",
+            }
+        )
+    return pd.DataFrame(rows, columns=FINDING_COLUMNS)
+
+
+FINDING_COLUMNS = ["source", "finding", "where", "we test it as (verdict)", "not tested, because"]
 
 
 def detail_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:

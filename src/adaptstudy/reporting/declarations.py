@@ -166,12 +166,39 @@ class Declared(Design):
         return ""
 
 
+class Finding(BaseModel):
+    """One main finding of a chapter's sources, and how the chapter treats it: `claims`, the keys of the claims that
+    test it, or `untested`, why none can (data not offline, scale, a figure without a claim)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    source: str
+    finding: str
+    where: str
+    claims: list[str] = Field(default_factory=list)
+    untested: str = ""
+
+    @model_validator(mode="after")
+    def _tested_or_why_not(self):
+        if bool(self.claims) == bool(self.untested):
+            raise ValueError(f"finding {self.finding!r}: name the claims that test it or say why none can, not both")
+        return self
+
+
 class Chapter(BaseModel):
-    """A chapter's declaration file: the source it judges and its claims by name."""
+    """A chapter's declaration file: the source it judges, its claims by name, and `findings`: what the sources
+    claim and which claim tests each (the chapter's "what we test" table)."""
 
     model_config = ConfigDict(extra="forbid")
     paper: str
     claims: dict[str, Declared]
+    findings: list[Finding] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _findings_name_declared_claims(self):
+        unknown = sorted({c for f in self.findings for c in f.claims} - set(self.claims))
+        if unknown:
+            raise ValueError(f"findings name {unknown}, not claims of this file; valid: {sorted(self.claims)}")
+        return self
 
 
 def load_declaration(path: str | os.PathLike) -> Chapter:
@@ -186,6 +213,9 @@ def load_declaration(path: str | os.PathLike) -> Chapter:
 def dump_declaration(chapter: Chapter) -> str:
     """The YAML text of a declaration, fields in their declared order."""
     data = chapter.model_dump(mode="json", exclude_defaults=False)
+    data["findings"] = [{k: v for k, v in f.items() if v} for f in data["findings"]]
+    if not data["findings"]:
+        del data["findings"]
     for claim in data["claims"].values():
         if claim["paper"] is None:
             del claim["paper"]
