@@ -7,9 +7,8 @@ import yaml
 
 import adaptstudy.reporting.scorecard  # noqa: F401  (imports every chapter, which registers its claims)
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.claims import CLAIMS
+from adaptstudy.reporting.claims import CLAIMS, findings_table
 from adaptstudy.reporting.claims import DECLARATIONS as CHAPTER_FILES
-from adaptstudy.reporting.claims import findings_table
 from adaptstudy.reporting.declarations import Chapter, Declared, amend, load_declaration
 
 DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))
@@ -146,5 +145,9 @@ def test_every_claim_answers_a_finding_of_its_sources(chapter):
 def test_a_finding_names_only_claims_of_its_file():
     with pytest.raises(ValueError, match="findings name \\['nope'\\]"):
         Chapter.model_validate(
-            {"paper": "p", "claims": {}, "findings": [{"source": "s", "finding": "f", "where": "w", "claims": ["nope"]}]}
+            {
+                "paper": "p",
+                "claims": {},
+                "findings": [{"source": "s", "finding": "f", "where": "w", "claims": ["nope"]}],
+            }
         )

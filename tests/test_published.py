@@ -1,7 +1,13 @@
 """Published numbers that were once entered wrong stay right."""
 
 from adaptstudy.data.tasks import resolve_task
-from adaptstudy.reporting.published import DSP_METRICS, HYPER_ABLATED, HYPER_ABLATION, HYPER_FEW_SHOT, PEFT_REPORT_EPOCH_S
+from adaptstudy.reporting.published import (
+    DSP_METRICS,
+    HYPER_ABLATED,
+    HYPER_ABLATION,
+    HYPER_FEW_SHOT,
+    PEFT_REPORT_EPOCH_S,
+)
 
 
 def test_tinybert_prompt_tuning_epoch_is_5_to_6_seconds_as_the_reports_table():

@@ -43,7 +43,10 @@ DESIGN_FIELDS = (
     "collapse",
 )
 
-ADDED_FIELDS = ("versus_units", "every_unit")  # design fields added after the first ledgers: left out of a fingerprint when empty
+ADDED_FIELDS = (
+    "versus_units",
+    "every_unit",
+)  # design fields added after the first ledgers: left out of a fingerprint when empty
 
 
 class RuleSpec(BaseModel):

@@ -85,9 +85,9 @@ class Arm:
 class Unit:
     """One task (or task × setting) of a comparison: a weighted sum of arms (a − b; or a difference of differences,
     as a gain over a baseline against another's) plus a constant. A unit marked `against` is on the other side of a
-    comparison between groups of units ("helps most on small targets": their mean gain − the large targets'). `labels` and `metric` are given when every arm
-    stored its predictions on these examples, for the bootstrap over examples; without `metric`, the arms' own,
-    where they share one."""
+    comparison between groups of units ("helps most on small targets": their mean gain − the large targets').
+    `labels` and `metric` are given when every arm stored its predictions on these examples, for the bootstrap over
+    examples; without `metric`, the arms' own, where they share one."""
 
     name: str
     terms: list[tuple[float, Arm]]

@@ -170,7 +170,9 @@ def _layernorm_units(runs: pd.DataFrame, aside: dict, metric: dict[str, str]) ->
     def cells(task: str, label: str) -> Arm:
         return arm(frame[(frame["task"] == task) & (frame["label"] == label)], set_aside=aside.get((task, label), ""))
 
-    tasks = sorted(set(frame.loc[frame["label"] == "layernorm", "task"]) & set(frame.loc[frame["label"] == "full", "task"]))
+    tasks = sorted(
+        set(frame.loc[frame["label"] == "layernorm", "task"]) & set(frame.loc[frame["label"] == "full", "task"])
+    )
     return [contrast(t, cells(t, "full"), cells(t, "layernorm"), metric=metric[t]) for t in tasks]
 
 
