@@ -120,7 +120,7 @@ def test_the_amend_command_declares_a_claim_written_without_a_ledger(tmp_path):
         "  new-claim:\n    sentence: A new one\n    where: Table 9\n    published: none\n    effect: a − b\n"
         "    arms: [a, b]\n    units: [cola]\n    rule: {kind: above, threshold: 0.0}\n"
     )
-    path.write_text(source.read_text() + new)
+    path.write_text(source.read_text().replace("\nfindings:\n", "\n" + new + "findings:\n"))
     assert amend(path, load_declaration(source), "a test: declared", records=3) == ["new-claim"]
     claim = load_declaration(path).claims["new-claim"]
     assert [(e.event, e.records) for e in claim.ledger] == [("declared", 3)] and claim.unamended() == ""
