@@ -82,3 +82,34 @@ def test_the_forest_plot_has_a_row_per_comparison_with_its_rule(committed_verdic
     assert set(rows["kind"]) <= {"above", "below", "within"} and rows["published"].notna().any()
     ax = forest_plot(verdicts)
     assert len(ax.get_yticklabels()) == len(rows)
+
+
+def test_a_confirmatory_verdict_rests_on_the_runs_made_after_the_claims_design_alone(tmp_path):
+    """The IMDb records with seeds 4 and 5 dated after every design: each claim's verdict on fresh seeds reads them
+    alone, with the seed that chose (never reported), and says it has too few seeds to judge; the scorecard shows
+    it beside the verdict on every seed."""
+    import json
+    from datetime import datetime, timezone
+
+    from adaptstudy.reporting.scorecard import chapter_verdicts, confirmatory
+
+    later = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    for folder in ("houlsby", "dsp", "fusion", "hyperformer"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "peft_imdb").mkdir()
+    fresh = set()
+    for record in read_records(PROJECT_ROOT / "results" / "peft_imdb"):
+        if record["seed"] in (4, 5):
+            record["finished_at"] = later.isoformat()
+            fresh.add(record["run_id"])
+        (tmp_path / "peft_imdb" / f"{record['run_id']}.json").write_text(json.dumps(record))
+    verdicts, seconds = chapter_verdicts(tmp_path)
+    confirmed = confirmatory(tmp_path, verdicts, seconds)
+    assert {k.split(".")[0] for k in confirmed} == {"peft"} and confirmed
+    for key, v in confirmed.items():
+        assert v.run_ids <= fresh, key
+        assert v.verdict == "not testable" and "fewer than 3 reported seeds" in v.reasons(), key
+    card = scorecard(verdicts, seconds, confirmed).set_index(scorecard(verdicts, seconds)["claim"])
+    on_fresh = card["on fresh seeds alone"]
+    assert on_fresh.str.startswith("not testable").sum() == len(confirmed)
+    assert (on_fresh == "no fresh seeds yet").sum() == len(card) - len(confirmed)

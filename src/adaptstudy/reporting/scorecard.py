@@ -6,6 +6,7 @@ interval, the runs and their CPU-hours, and a forest plot of them all."""
 from __future__ import annotations
 
 import os
+from datetime import datetime
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -39,6 +40,7 @@ COLUMNS = [
     "rule",
     "rests on",
     "status",
+    "on fresh seeds alone",
     "verdict by design",
     "detectable",
     "paper reports",
@@ -51,32 +53,50 @@ UNJUDGED = "no chapter judged it"
 COLOURS = {"holds": "#1b7837", "does not hold": "#c51b7d", "inconclusive": "#8c8c8c", "not testable": "#d9a400"}
 
 
-def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFrame]:
+CHAPTERS = (  # (results folder, label the runs, judge them, the seed that chose settings: never reported)
+    ("houlsby", houlsby_tables.label_runs, houlsby_claims.verdicts, 0),
+    ("peft_imdb", peft_tables.label_runs, peft_claims.verdicts, 0),
+    ("dsp", dsp_tables.label_runs, dsp_claims.verdicts, None),
+    ("fusion", fusion.label_runs, fusion.verdicts, 0),
+    ("hyperformer", hyperformer_tables.label_runs, hyperformer_claims.verdicts, 0),
+)
+
+
+def chapter_verdicts(root: str | os.PathLike, since: datetime | None = None) -> tuple[list[Verdict], pd.DataFrame]:
     """Every chapter's verdicts on the committed records under `root` (results/), and the runs they read
-    (run_id, finished_at and seconds), for the costs and for what is exploratory."""
+    (run_id, finished_at and seconds), for the costs and for what is exploratory. With `since`, only the reported
+    runs that finished after it count (the seed that chose settings keeps all of its runs, which choose): the
+    verdicts a claim declared at `since` gets from fresh seeds alone."""
     root = Path(root)
-    houlsby = houlsby_tables.label_runs(load_runs(root / "houlsby"))
-    peft = peft_tables.label_runs(load_runs(root / "peft_imdb"))
-    dsp_runs = dsp_tables.label_runs(load_runs(root / "dsp"))
-    fusion_runs = fusion.label_runs(load_runs(root / "fusion"))
-    hyper = hyperformer_tables.label_runs(load_runs(root / "hyperformer"))
-    verdicts = [
-        *houlsby_claims.verdicts(houlsby),
-        *peft_claims.verdicts(peft),
-        *dsp_claims.verdicts(dsp_runs),
-        *fusion.verdicts(fusion_runs),
-        *hyperformer_claims.verdicts(hyper),
-    ]
-    seconds = pd.concat(
-        [
-            r[["run_id", "finished_at"]].assign(
-                **{field: paid_seconds(r, field) for field in ("train_runtime_s", "eval_runtime_s")}
+    verdicts, frames = [], []
+    for folder, label, judge_runs, chooser in CHAPTERS:
+        runs = load_runs(root / folder)
+        if since is not None and not runs.empty:
+            fresh = pd.to_datetime(runs["finished_at"], utc=True, format="ISO8601") >= pd.Timestamp(since)
+            runs = runs[fresh | (runs["seed"] == chooser)] if chooser is not None else runs[fresh]
+        runs = label(runs.reset_index(drop=True))
+        verdicts += judge_runs(runs)
+        if not runs.empty:
+            frames.append(
+                runs[["run_id", "finished_at"]].assign(
+                    **{field: paid_seconds(runs, field) for field in ("train_runtime_s", "eval_runtime_s")}
+                )
             )
-            for r in (houlsby, peft, dsp_runs, fusion_runs, hyper)
-            if not r.empty
-        ]
-    )
-    return verdicts, seconds
+    return verdicts, pd.concat(frames)
+
+
+def confirmatory(root: str | os.PathLike, verdicts: list[Verdict], seconds: pd.DataFrame) -> dict[str, Verdict]:
+    """Each claim's verdict on the reported runs made after its design was last set, alone (fresh seeds: a
+    confirmatory verdict), for the claims some such run exists for; the chapters are judged once per distinct date."""
+    finished = pd.to_datetime(seconds.drop_duplicates("run_id")["finished_at"], utc=True, format="ISO8601")
+    out: dict[str, Verdict] = {}
+    for since in sorted({v.claim.declared.last_change for v in verdicts}):
+        if not (finished >= pd.Timestamp(since)).any():
+            continue
+        keys = {v.claim.key for v in verdicts if v.claim.declared.last_change == since}
+        fresh, _ = chapter_verdicts(root, since)
+        out |= {v.claim.key: v for v in fresh if v.claim.key in keys and v.run_ids}
+    return out
 
 
 def status(v: Verdict, finished: pd.Series) -> str:
@@ -99,11 +119,14 @@ def by_design(v: Verdict) -> str:
     return " → ".join(f"{when}: {verdict}" for when, verdict in v.history())
 
 
-def scorecard(verdicts: list[Verdict], seconds: pd.DataFrame) -> pd.DataFrame:
+def scorecard(
+    verdicts: list[Verdict], seconds: pd.DataFrame, confirmed: dict[str, Verdict] | None = None
+) -> pd.DataFrame:
     """One row per declared claim (a claim no chapter judged reads 'not testable', no runs): the verdict and the
     interval, what it rests on and left out (every verdict, not only the untestable), exploratory or confirmatory,
     the verdict under each design of its ledger, the smallest effect it could detect (80% power), whether the
-    paper's figure in our units lies in our interval, and the runs' CPU-hours."""
+    paper's figure in our units lies in our interval, and the runs' CPU-hours; with `confirmed` (`confirmatory`), the
+    verdict and interval on fresh seeds alone."""
     per_run = seconds.drop_duplicates("run_id").set_index("run_id")
     total = per_run["train_runtime_s"].fillna(0) + per_run["eval_runtime_s"].fillna(0)
     judged = {v.claim.key: v for v in verdicts}
@@ -123,6 +146,7 @@ def scorecard(verdicts: list[Verdict], seconds: pd.DataFrame) -> pd.DataFrame:
                 "rule": f"{claim.effect}: {claim.rule}",
                 "rests on": "; ".join(filter(None, [f"not testable: {why}" if why else "", v.rests_on() if v else ""])),
                 "status": status(v, per_run["finished_at"]) if v else "–",
+                "on fresh seeds alone": _fresh((confirmed or {}).get(key)),
                 "verdict by design": by_design(v) if v else "–",
                 "detectable": v.detectable() if v else np.nan,
                 "paper reports": claim.published,
@@ -134,6 +158,14 @@ def scorecard(verdicts: list[Verdict], seconds: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=[*COLUMNS, "paper"])
+
+
+def _fresh(v: Verdict | None) -> str:
+    """A confirmatory verdict with its interval and seeds, or that none is in yet."""
+    if v is None:
+        return "no fresh seeds yet"
+    seeds = min((j.seeds for j in v.judgements), default=0)
+    return f"{v.verdict}: {v.effects()} ({seeds} seeds)"
 
 
 def verdict_counts(card: pd.DataFrame) -> pd.DataFrame:
@@ -206,7 +238,14 @@ def forest_plot(verdicts: list[Verdict]):
     return ax
 
 
-TEXT_WIDTHS = {"claim": "20em", "rests on": "24em", "verdict by design": "16em", "status": "12em", "rule": "16em"}
+TEXT_WIDTHS = {
+    "claim": "20em",
+    "rests on": "24em",
+    "verdict by design": "16em",
+    "status": "12em",
+    "on fresh seeds alone": "12em",
+    "rule": "16em",
+}
 
 
 def styled_card(card: pd.DataFrame):

@@ -1,0 +1,256 @@
+"""Which exploratory claims the confirmatory runs confirm, chosen by a rule written before they run.
+
+The rule (issue 63), applied to the committed records:
+
+1. Candidates: every claim whose verdict is exploratory (a run it rests on predates its design) and could be
+   confirmed by fresh seeds of the cells it rests on; a claim that is not testable for a reason seeds do not fix
+   ("not run"), and the Houlsby chapter's claims (whose confirmatory runs are the stage 2 of its new selection,
+   issue 67), are left out, each with its reason.
+2. Cost: a claim rests on cells (a run's settings but its seed). A cell's fresh run costs the median seconds its
+   reported runs paid (training and evaluation, prerequisites trained again included); it gets 5 fresh seeds where
+   that median is under 2 minutes, else 3. The prerequisites its runs need and a fresh machine lacks (a pretraining
+   artifact, a source adapter) are paid once, at their records' seconds.
+3. Order: cheapest decision first. Repeatedly take the candidate whose cells not yet allocated cost least; stop at
+   the first that would exceed the budget (10 CPU-hours on an AVX512-BF16 machine), and name what it leaves out.
+
+The fresh seeds follow the highest seed each study used; the DSP chapter's fresh runs evaluate the whole split (its
+500-example cap dominated its intervals, and evaluation is cheap beside training), which the cost counts at the
+split's size.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from adaptstudy.data import load_task, resolve_task
+from adaptstudy.reporting.claims import Verdict
+from adaptstudy.reporting.scorecard import chapter_verdicts, status
+from adaptstudy.runs.grid import CONFIGS
+from adaptstudy.runs.records import read_records
+from adaptstudy.training.runner import prerequisites
+
+BUDGET_H = 10.0
+SHORT_RUN_S = 120.0  # a run under 2 minutes gets 5 fresh seeds, else 3
+STUDIES = {"peft": "peft_imdb", "dsp": "dsp", "fusion": "fusion", "hyperformer": "hyperformer", "houlsby": "houlsby"}
+ELSEWHERE = {"houlsby": "confirmed by the stage 2 of the chapter's new selection (issue 67), not here"}
+WHOLE_SPLIT = {"dsp"}  # chapters whose fresh runs evaluate the whole split, not the capped 500
+PER_RUN = ("seed", "results_dir", "data_dir")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A run's settings but its seed: what fresh seeds repeat."""
+
+    study: str
+    kind: str
+    settings: str  # canonical JSON of the config without PER_RUN
+
+    @staticmethod
+    def of(study: str, record: dict) -> Cell:
+        config = {k: v for k, v in record["config"].items() if k not in PER_RUN}
+        kind = "multitask" if "tasks" in config else "finetune"
+        return Cell(study, kind, json.dumps(config, sort_keys=True))
+
+    def config(self, seed: int) -> dict:
+        """The fresh run's settings: the cell's with `seed` (and, for fusion over MT-A, MT-A's run of that seed)."""
+        config = {**json.loads(self.settings), "seed": seed}
+        if isinstance(config.get("fusion_from"), dict):
+            config["fusion_from"] = {**config["fusion_from"], "seed": seed}
+        if self.study in {STUDIES[c] for c in WHOLE_SPLIT}:
+            config["max_eval_examples"] = None
+        return config
+
+
+def _records(root: Path) -> dict[str, tuple[str, dict]]:
+    """run_id -> (study, record) for every ok record of the chapters' studies."""
+    return {r["run_id"]: (s, r) for s in STUDIES.values() for r in read_records(root / s)}
+
+
+def _paid(record: dict) -> float:
+    own = (record.get("train_runtime_s") or 0.0) + (record.get("eval_runtime_s") or 0.0)
+    return own + sum(
+        (r.get("train_runtime_s") or 0.0) + (r.get("eval_runtime_s") or 0.0) for r in record.get("retrained", [])
+    )
+
+
+def _eval_scale(study: str, record: dict, data_dir: str | None) -> float:
+    """How many times more evaluation a whole-split run does than `record` did (1 outside `WHOLE_SPLIT`)."""
+    if study not in {STUDIES[c] for c in WHOLE_SPLIT} or not record.get("eval_examples"):
+        return 1.0
+    return _split_size(record["task"], record.get("eval_split") or "validation", data_dir) / record["eval_examples"]
+
+
+@lru_cache
+def _split_size(task: str, split: str, data_dir: str | None) -> int:
+    return len(load_task(resolve_task(task), data_dir=data_dir)[split])
+
+
+def _prerequisite_costs(records: dict[str, tuple[str, dict]], config) -> dict[str, float]:
+    """The prerequisites a fresh run of `config` needs that are not cells themselves (pretraining, source adapters),
+    theirs included: run id -> the seconds their kept records paid."""
+    out = {}
+    for needed in prerequisites(config):
+        kept = needed.kept_record()
+        if kept is not None and needed.config.run_id not in records:
+            out[needed.config.run_id] = _paid(kept)
+        out |= _prerequisite_costs(records, needed.config)
+    return out
+
+
+def allocate(
+    verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET_H, data_dir: str | None = None
+) -> tuple[pd.DataFrame, dict[Cell, list[int]]]:
+    """The rule above on `verdicts` (computed from the records under `root`): a table, one row per claim in the order
+    taken (or why it is left out), and the fresh seeds of each allocated cell."""
+    root = Path(root)
+    records = _records(root)
+    finished = pd.Series({k: r["finished_at"] for k, (_, r) in records.items()})
+    next_seed = {
+        s: 1 + max((r["config"]["seed"] for st, r in records.values() if st == s), default=0) for s in STUDIES.values()
+    }
+    runs_of: dict[Cell, list[dict]] = {}
+    cells_of: dict[str, set[Cell]] = {}
+    extra_of: dict[str, dict[str, float]] = {}
+    rows, candidates = [], []
+    for v in verdicts:
+        chapter = v.claim.chapter
+        state = status(v, finished)
+        why = ELSEWHERE.get(chapter) or (
+            "confirmatory already"
+            if state.startswith("confirmatory")
+            else "no runs"
+            if state == "–"
+            else f"not testable ({v.reasons()}): fresh seeds of its cells would not change that"
+            if v.verdict == "not testable" and "not run" in v.reason_kinds()
+            else ""
+        )
+        if why:
+            rows.append({"claim": v.claim.key, "taken": "no", "why": why})
+            continue
+        cells_of[v.claim.key] = set()
+        for run_id in v.run_ids:
+            study, record = records[run_id]
+            cell = Cell.of(study, record)
+            runs_of.setdefault(cell, {})[run_id] = record
+            cells_of[v.claim.key].add(cell)
+        candidates.append(v.claim.key)
+    cost, needs = {}, {}
+    for cell, runs in runs_of.items():
+        scale = _eval_scale(cell.study, next(iter(runs.values())), data_dir)
+        per_run = pd.Series([_paid(r) + (scale - 1) * (r.get("eval_runtime_s") or 0.0) for r in runs.values()]).median()
+        cost[cell] = (per_run, 5 if per_run < SHORT_RUN_S else 3)
+        settings = {**json.loads(cell.settings), "results_dir": str(root / cell.study)}
+        needs[cell] = _prerequisite_costs(records, CONFIGS[cell.kind].model_validate(settings))
+    for key, cells in cells_of.items():
+        extra_of[key] = {rid: s for cell in cells for rid, s in needs[cell].items()}
+    taken: dict[Cell, list[int]] = {}
+    paid_extra: set[str] = set()
+    spent = 0.0
+    remaining = list(candidates)
+    while remaining:
+
+        def marginal(key: str) -> float:
+            new = cells_of[key] - set(taken)
+            extra = sum(s for rid, s in extra_of[key].items() if rid not in paid_extra)
+            return (sum(cost[c][0] * cost[c][1] for c in new) + extra) / 3600
+
+        key = min(remaining, key=lambda k: (marginal(k), k))
+        hours = marginal(key)
+        remaining.remove(key)
+        if spent + hours > budget_h:
+            rows.append(
+                {
+                    "claim": key,
+                    "taken": "no",
+                    "CPU-hours": round(hours, 2),
+                    "why": f"over the budget: {spent:.1f} of {budget_h:g} CPU-hours spent before it",
+                }
+            )
+            for rest in remaining:
+                rows.append(
+                    {
+                        "claim": rest,
+                        "taken": "no",
+                        "CPU-hours": round(marginal(rest), 2),
+                        "why": "over the budget (taken in order of cost; an earlier one did not fit)",
+                    }
+                )
+            break
+        spent += hours
+        for cell in sorted(cells_of[key] - set(taken), key=lambda c: c.settings):
+            seeds = cost[cell][1]
+            taken[cell] = list(range(next_seed[cell.study], next_seed[cell.study] + seeds))
+        paid_extra |= set(extra_of[key])
+        rows.append(
+            {
+                "claim": key,
+                "taken": "yes",
+                "CPU-hours": round(hours, 2),
+                "cumulative": round(spent, 2),
+                "why": f"{len(cells_of[key])} cells, fresh seeds of the new ones",
+            }
+        )
+    table = pd.DataFrame(rows, columns=["claim", "taken", "CPU-hours", "cumulative", "why"])
+    return table, taken
+
+
+def grids(taken: dict[Cell, list[int]]) -> dict[str, dict]:
+    """The sweep files of the allocated cells, one per study and kind: a block per cell and seed."""
+    out: dict[str, dict] = {}
+    for cell, seeds in sorted(taken.items(), key=lambda item: (item[0].study, item[0].kind, item[0].settings)):
+        name = f"{cell.study}_confirm" + ("_multitask" if cell.kind == "multitask" else "")
+        grid = out.setdefault(
+            name,
+            {
+                "study": cell.study,
+                "kind": cell.kind,
+                "description": "confirmatory runs: fresh seeds of the cells the "
+                "allocation took (generated by adaptstudy.reporting.allocation)",
+                "axes": [],
+            },
+        )
+        for seed in seeds:
+            grid["axes"].append({k: [v] for k, v in cell.config(seed).items() if v is not None})
+    return out
+
+
+HEADER = """Confirmatory runs (issue 63): fresh seeds of the cells the allocation took, written before any of them ran.
+Generated by `python -m adaptstudy.reporting.allocation results --write params/cpu/confirm` (the rule is that module's
+docstring; allocation.csv beside this file lists every claim, taken or not, with its cost and why). Do not edit:
+regenerating after fresh runs land gives another plan, since claims they confirm leave the candidates."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m adaptstudy.reporting.allocation [RESULTS_ROOT] [--write DIR]`: the allocation table on stdout;
+    with --write, the sweep files of the cells it takes."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("root", nargs="?", default="results")
+    parser.add_argument("--budget", type=float, default=BUDGET_H, help="CPU-hours")
+    parser.add_argument("--write", help="a folder for the generated sweep files")
+    args = parser.parse_args(argv)
+    verdicts, _ = chapter_verdicts(args.root)
+    table, taken = allocate(verdicts, args.root, args.budget)
+    print(table.to_string(index=False))
+    if args.write:
+        folder = Path(args.write)
+        folder.mkdir(parents=True, exist_ok=True)
+        table.to_csv(folder / "allocation.csv", index=False)
+        header = "".join(f"# {line}\n" if line else "#\n" for line in HEADER.splitlines())
+        for name, grid in grids(taken).items():
+            text = header + yaml.safe_dump(grid, sort_keys=False, width=120, default_flow_style=None)
+            (folder / f"{name}.yaml").write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""The confirmatory runs' allocation: a rule written before the runs (cheapest decision first, within the budget),
+applied to the committed records, and the frozen plan committed beside the sweep files it generated."""
+
+import pandas as pd
+import pytest
+
+from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.reporting.allocation import BUDGET_H, STUDIES, allocate, grids
+from adaptstudy.reporting.claims import CLAIMS
+from adaptstudy.runs.grid import Grid
+from adaptstudy.runs.records import read_records
+
+PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm"
+
+
+@pytest.fixture(scope="module")
+def allocated(committed_verdicts, data_dir):
+    return allocate(committed_verdicts[0], PROJECT_ROOT / "results", data_dir=str(data_dir))
+
+
+def test_every_claim_is_taken_in_order_of_cost_or_left_out_with_why(allocated):
+    table, _ = allocated
+    assert sorted(table["claim"]) == sorted(CLAIMS.names())
+    taken = table[table["taken"] == "yes"]
+    assert taken["cumulative"].is_monotonic_increasing and taken["cumulative"].iloc[-1] <= BUDGET_H
+    assert taken["CPU-hours"].sum() == pytest.approx(taken["cumulative"].iloc[-1], abs=0.02)
+    left = table[table["taken"] == "no"]
+    assert left["why"].str.len().gt(0).all()
+    houlsby = left[left["claim"].str.startswith("houlsby.")]
+    assert len(houlsby) == len([k for k in CLAIMS.names() if k.startswith("houlsby.")])
+    assert houlsby["why"].str.contains("issue 67").all()
+
+
+def test_fresh_seeds_are_new_and_the_dsp_runs_evaluate_the_whole_split(allocated):
+    _, taken = allocated
+    used = {s: {r["config"]["seed"] for r in read_records(PROJECT_ROOT / "results" / s)} for s in STUDIES.values()}
+    for cell, seeds in taken.items():
+        assert not set(seeds) & used[cell.study], cell.study
+        assert len(seeds) in (3, 5)
+        if cell.study == "dsp":
+            assert cell.config(seeds[0])["max_eval_examples"] is None
+    for grid in grids(taken).values():
+        Grid.model_validate(grid)
+
+
+def test_the_committed_plan_names_declared_claims_once_and_keeps_to_the_budget():
+    """The plan is frozen when written: later claims are not in it, but every claim it names is declared."""
+    plan = pd.read_csv(PLAN / "allocation.csv")
+    assert plan["claim"].is_unique and set(plan["claim"]) <= set(CLAIMS.names())
+    assert plan.loc[plan["taken"] == "yes", "CPU-hours"].sum() <= BUDGET_H
+    assert {p.stem for p in PLAN.glob("*.yaml")} == {"dsp_confirm", "fusion_confirm", "peft_imdb_confirm"}
