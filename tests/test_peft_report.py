@@ -238,3 +238,41 @@ def test_a_backbone_that_chose_no_rate_reports_at_the_choosing_backbones_rates(t
     assert pt.report_table(runs).set_index(["source", "setting"]).loc[("ours (minilm-l3)", "90%/10%"), "full"] == (
         "77.0 ± 1.4 (2)"
     )
+
+
+def test_a_method_beyond_the_seven_reports_on_seeds_1_to_3_at_90_10_once_its_stage_1_grid_has_run(
+    tmp_path, fake_record
+):
+    """The twelve-method comparison: a method outside the chapter's claims enters stage 2 (minilm-l6, 90%/10%, seeds
+    1-3) only once every rate its stage-1 grid lists has a record, never from part of its grid."""
+    stage1 = tmp_path / "stage1"
+    select = tmp_path / "select.yaml"
+    methods = {m: {"learning_rate": [1e-3, 3e-3]} for m in (*pp.CLAIMED, "ia3", "compacter")}
+    methods["houlsby"]["adapter_size"] = [64]
+    select.write_text(yaml.safe_dump({"study": "peft_imdb", "axes": {"method": methods}}))
+    for method in (*pp.CLAIMED, "ia3", "compacter"):
+        for lr in (1e-3, 3e-3) if method != "compacter" else (1e-3,):  # compacter's 3e-3 has not run
+            config = FinetuneConfig(
+                task="imdb",
+                method=method,
+                adapter_size=64 if method == "houlsby" else None,
+                seed=0,
+                learning_rate=lr,
+                resplit_train_share=0.9,
+                max_train_examples=800,
+                selection_split=True,
+            )
+            fake_record(
+                config,
+                50.0,
+                folder=stage1,
+                selection_metric_value=70.0 + 1000 * lr,
+                trainable_params=1,
+                backbone_params=10,
+            )
+    grid = pt.label_runs(load_runs(stage1))
+    assert pp.unfinished_methods(pp.selection_grid(grid), select) == {"compacter"}
+    report = pp.report_grid(grid, stage_1=select)
+    extra = report["axes"][-1]
+    assert extra["method"] == {"ia3": {"learning_rate": [3e-3]}} and extra["seed"] == [1, 2, 3]
+    assert extra["resplit_train_share"] == [0.9] and extra["backbone"] == ["minilm-l6"]

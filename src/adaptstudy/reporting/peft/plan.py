@@ -21,13 +21,17 @@ Every run keeps stage 1's schedule (epochs, length, batch, validation cap, the s
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pandas as pd
 
+from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.common import choice_score, shared_settings, stage_2_main
 from adaptstudy.reporting.peft.tables import CHOOSING_BACKBONE, chosen_learning_rates, label_runs, selection_grid
 from adaptstudy.reporting.published import PEFT_REPORT_METHODS
+from adaptstudy.runs.grid import load_grid
 
+STAGE_1 = PROJECT_ROOT / "params" / "cpu" / "peft_imdb_select.yaml"
 SEEDS = {"minilm-l6": [1, 2, 3, 4, 5], "minilm-l3": [1, 2, 3]}
 CLAIMED = (*PEFT_REPORT_METHODS, "lora", "houlsby")  # the chapter's seven: both settings, five seeds
 EXTRA_SEEDS = [1, 2, 3]  # the other methods: described beside the seven, outside the claims
@@ -37,8 +41,8 @@ PER_RUN |= {"results_dir", "max_train_examples"}
 SHOWN = ("task", "num_train_epochs", "max_seq_length", "batch_size")
 
 
-def report_grid(runs: pd.DataFrame, study: str = "peft_imdb") -> dict:
-    """The stage-2 grid (a sweep file's mapping) from the labelled runs of stage 1."""
+def report_grid(runs: pd.DataFrame, study: str = "peft_imdb", stage_1: str | Path | None = None) -> dict:
+    """The stage-2 grid (a sweep file's mapping) from the labelled runs of stage 1 (whose grid is `stage_1`)."""
     grid = selection_grid(runs)
     grid = grid[grid["backbone"] == CHOOSING_BACKBONE]
     if grid.empty:
@@ -61,6 +65,7 @@ def report_grid(runs: pd.DataFrame, study: str = "peft_imdb") -> dict:
         for row in chosen_learning_rates(grid).itertuples()
     }
     claimed = {m: methods[m] for m in methods if m in CLAIMED}
+    unfinished = unfinished_methods(grid, stage_1)
     axes = [
         {
             "backbone": [backbone],
@@ -72,7 +77,7 @@ def report_grid(runs: pd.DataFrame, study: str = "peft_imdb") -> dict:
         for backbone, seeds in SEEDS.items()  # in the issue's order of priority: what a short budget cuts comes last
         for share, fraction in SHARES.items()
     ]
-    if extra := {m: methods[m] for m in methods if m not in CLAIMED}:
+    if extra := {m: methods[m] for m in methods if m not in CLAIMED and m not in unfinished}:
         axes.append(
             {
                 "backbone": [CHOOSING_BACKBONE],
@@ -89,6 +94,17 @@ def report_grid(runs: pd.DataFrame, study: str = "peft_imdb") -> dict:
         "fixed": shared_settings(grid["record"], PER_RUN, SHOWN),
         "axes": axes,
     }
+
+
+def unfinished_methods(grid: pd.DataFrame, stage_1: str | Path | None = None) -> set[str]:
+    """The methods whose stage-1 rates (the `stage_1` grid's) have not all run yet: none of their rates is chosen
+    until every one has, so that stage 2 never reports at a rate chosen from part of its grid."""
+    tried = grid.groupby("method")["config.learning_rate"].apply(lambda rates: {round(r, 12) for r in rates})
+    planned = {}
+    for block in load_grid(stage_1 or STAGE_1).blocks():
+        for method, axes in (block.get("method") or {}).items():
+            planned.setdefault(method, set()).update(round(r, 12) for r in (axes or {}).get("learning_rate", []))
+    return {m for m, rates in planned.items() if not rates <= tried.get(m, set())}
 
 
 def choices_comment(runs: pd.DataFrame) -> str:
