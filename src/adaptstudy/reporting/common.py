@@ -63,26 +63,32 @@ def chosen_on(grid: pd.DataFrame) -> str:
 
 
 def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str | None = None) -> pd.DataFrame:
-    """Per group of `keys`: the learning rate with the best `score` (default `choice_score`) among `grid` (runs of
-    the selection seed), with every rate tried and its score, so a chapter can show the choice. An exact tie goes to
-    the larger rate (the selection split cannot tell them apart; the larger goes further in the same updates), not to
-    whichever record loaded first."""
+    """Per group of `keys`: the learning rate (and, where the group tried several, the number of epochs: the paper
+    chose both) with the best `score` (default `choice_score`) among `grid` (runs of the selection seed), with every
+    setting tried and its score, so a chapter can show the choice, and whether the rate sits at an edge of the rates
+    tried at the chosen epochs. An exact tie goes to the larger rate (the selection split cannot tell them apart;
+    the larger goes further in the same updates), then to fewer epochs, not to whichever record loaded first."""
     score = score or choice_score(grid)
-    columns = [*keys, "learning_rate", "grid", "choice score", "edge"]
+    columns = [*keys, "learning_rate", "epochs", "grid", "choice score", "edge"]
     if grid.empty:
         return pd.DataFrame(columns=columns)
+    grid = grid.assign(_epochs=config_column(grid, "num_train_epochs", np.nan).astype(float))
     rows = []
     for values, group in grid.groupby(keys, sort=False):
-        ordered = group.sort_values("config.learning_rate", ascending=False, kind="stable")
+        ordered = group.sort_values(["config.learning_rate", "_epochs"], ascending=[False, True], kind="stable")
         best = ordered.loc[ordered[score].idxmax()]
-        rates = ", ".join(f"{lr:g}: {v:.1f}" for lr, v in sorted(zip(group["config.learning_rate"], group[score])))
+        several = group["_epochs"].nunique() > 1
+        tried = sorted(zip(group["config.learning_rate"], group["_epochs"], group[score]))
+        rates = ", ".join(f"{lr:g}{f' × {ep:g} ep' if several else ''}: {v:.1f}" for lr, ep, v in tried)
+        same_epochs = group[group["_epochs"] == best["_epochs"]] if several else group
         rows.append(
             {
                 **dict(zip(keys, values)),
                 "learning_rate": best["config.learning_rate"],
+                "epochs": best["_epochs"],
                 "grid": rates,
                 "choice score": best[score],
-                "edge": grid_edge(best["config.learning_rate"], group["config.learning_rate"]),
+                "edge": grid_edge(best["config.learning_rate"], same_epochs["config.learning_rate"]),
             }
         )
     return pd.DataFrame(rows, columns=columns)
@@ -150,9 +156,18 @@ def unfinished(stage_1: str | os.PathLike, folder: Path) -> list[RunConfig]:
 
 
 def at_learning_rates(runs: pd.DataFrame, chosen: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """The runs made at the rate chosen for their group of `keys` (groups without a choice are dropped)."""
-    merged = runs.merge(chosen[[*keys, "learning_rate"]], on=keys)
-    return merged[np.isclose(merged["config.learning_rate"].astype(float), merged["learning_rate"].astype(float))]
+    """The runs made at the rate (and epochs, where chosen) chosen for their group of `keys` (groups without a
+    choice are dropped)."""
+    chosen = chosen.rename(columns={"epochs": "_chosen_epochs"})
+    merged = runs.merge(
+        chosen[[*keys, "learning_rate", *(["_chosen_epochs"] if "_chosen_epochs" in chosen else [])]], on=keys
+    )
+    keep = np.isclose(merged["config.learning_rate"].astype(float), merged["learning_rate"].astype(float))
+    if "_chosen_epochs" in merged:
+        epochs = config_column(merged, "num_train_epochs", np.nan).astype(float)
+        wanted = merged["_chosen_epochs"].astype(float)
+        keep &= wanted.isna() | np.isclose(epochs, wanted)
+    return merged[keep].drop(columns=["_chosen_epochs"], errors="ignore")
 
 
 def method_label(method: str, adapter_size) -> str:

@@ -1,4 +1,4 @@
-"""Stage 2 of the Houlsby chapter: the runs that report, at the rates stage 1 chose.
+"""Stage 2 of the Houlsby chapter: the runs that report, at the rates (and epochs) stage 1 chose.
 
 Stage 1 (`params/cpu/houlsby_select.yaml`) runs seed 0 over the learning-rate grids and scores each run on the
 selection split. This module turns its records into the stage-2 grid with the chapter's own choice
@@ -12,7 +12,8 @@ selection split. This module turns its records into the stage-2 grid with the ch
 - Trade-off: top-k fine-tuning and layer-norm-only, each at its own chosen rate, seeds 1-3, where stage 1 ran them.
 - Initialisation scale and architecture variants: size 64 at its chosen rate, seeds 1-3, on `ABLATION_TASKS`.
 
-Every run keeps its task's stage-1 settings (data cap, epochs, batch, selection split).
+Every run keeps its task's stage-1 settings (data cap, batch, selection split), and the epochs its arm chose where
+its task's stage 1 tried several (adapters: 3 or 20, issue 67).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ SHOWN = ("backbone", "num_train_epochs", "max_seq_length", "batch_size")  # writ
 def report_grid(runs: pd.DataFrame, study: str = "houlsby") -> dict:
     """The stage-2 grid (a sweep file's mapping) from the labelled runs of stage 1; its records go to `study`'s
     folder, beside stage 1's."""
-    chosen = chosen_learning_rates(runs, labels=None).set_index(["task", "label"])["learning_rate"]
+    choices = chosen_learning_rates(runs, labels=None).set_index(["task", "label"])
+    chosen, chosen_epochs = choices["learning_rate"], choices["epochs"]
     if chosen.empty:
         raise ValueError("no stage-1 runs (seed 0) to choose from: run params/cpu/houlsby_select.yaml first")
     settings = _task_settings(runs)
@@ -49,33 +51,32 @@ def report_grid(runs: pd.DataFrame, study: str = "houlsby") -> dict:
         own = {k: [v] for k, v in settings[task].items() if k not in fixed}
         return {"task": [task], **own, "seed": seeds, **axes, "method": methods}
 
-    def rate(task: str, label: str) -> list[float]:
+    def rate(task: str, label: str) -> dict:
+        """The arm's chosen rate, and its chosen epochs where its task's stage 1 tried several."""
         if (task, label) not in chosen:
             raise ValueError(f"stage 1 chose no rate for {task} {label}: its seed-0 runs are missing")
-        return [float(chosen[(task, label)])]
+        epochs = {} if "num_train_epochs" in settings[task] else {"num_train_epochs": [chosen_epochs[(task, label)]]}
+        return {"learning_rate": [float(chosen[(task, label)])], **epochs}
 
     blocks = [
         block(
             t,
             TABLE1_SEEDS,
             {
-                "full": {"learning_rate": rate(t, "full")},
-                "houlsby": {"adapter_size": [64], "learning_rate": rate(t, "houlsby-64"), "layer_ablation": [True]},
+                "full": rate(t, "full"),
+                "houlsby": {"adapter_size": [64], **rate(t, "houlsby-64"), "layer_ablation": [True]},
             },
         )
         for t in tasks
     ]
     for size in (s for s in SIZES if s != 64):
-        blocks += [
-            block(t, SEEDS, {"houlsby": {"adapter_size": [size], "learning_rate": rate(t, f"houlsby-{size}")}})
-            for t in tasks
-        ]
-    for (task, label), lr in chosen.items():
+        blocks += [block(t, SEEDS, {"houlsby": {"adapter_size": [size], **rate(t, f"houlsby-{size}")}}) for t in tasks]
+    for task, label in chosen.index:
         method, _, k = label.partition("-")
         if method in ("top_k", "layernorm"):
             layers = {"top_k_layers": [int(k)]} if k else {}
-            blocks.append(block(task, SEEDS, {method: {"learning_rate": [float(lr)], **layers}}))
-    size64 = {t: {"houlsby": {"adapter_size": [64], "learning_rate": rate(t, "houlsby-64")}} for t in ABLATION_TASKS}
+            blocks.append(block(task, SEEDS, {method: {**rate(task, label), **layers}}))
+    size64 = {t: {"houlsby": {"adapter_size": [64], **rate(t, "houlsby-64")}} for t in ABLATION_TASKS}
     blocks += [block(t, SEEDS, size64[t], adapter_init_std=INIT_STDS) for t in ABLATION_TASKS]
     blocks += [block(t, SEEDS, size64[t], adapter_variant=VARIANTS) for t in ABLATION_TASKS]
     return {
