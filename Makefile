@@ -56,10 +56,15 @@ benchmark: setup
 	$(BIN)/python benchmarks/throughput.py
 
 # The Houlsby chapter at CPU scale (resumable: rerun to continue; finished runs are skipped). Stage 1 chooses the
-# learning rates on seed 0; stage 2's grid is generated from its records (the committed one holds our choices: delete
-# it to regenerate from yours).
+# learning rates (and the adapters' epochs) on seed 0; a choice at an end of its rates extends them a step at a time
+# (houlsby_extend.yaml, generated) until it is interior or at its limit; stage 2's grid is generated from its records
+# (the committed one holds our choices: delete it to regenerate from yours).
 reproduce-houlsby: setup
 	$(BIN)/python -m adaptstudy.sweep params/cpu/houlsby_select.yaml --workers 2 --threads 1
+	while $(BIN)/python -m adaptstudy.reporting.houlsby.plan --extend > /tmp/houlsby_extend.yaml; do \
+		mv /tmp/houlsby_extend.yaml params/cpu/houlsby_extend.yaml; \
+		$(BIN)/python -m adaptstudy.sweep params/cpu/houlsby_extend.yaml --workers 2 --threads 1 || exit 1; \
+	done
 	test -f params/cpu/houlsby_report.yaml || { $(BIN)/python -m adaptstudy.reporting.houlsby.plan > /tmp/houlsby_report.yaml && mv /tmp/houlsby_report.yaml params/cpu/houlsby_report.yaml; }
 	$(BIN)/python -m adaptstudy.sweep params/cpu/houlsby_report.yaml --workers 2 --threads 1
 

@@ -362,3 +362,85 @@ def test_the_planner_refuses_until_every_stage_1_cell_has_an_ok_record(tmp_path,
     assert "&id" not in out and "*id" not in out  # repeated seed lists are written out, not aliased
     grid = yaml.safe_load(out)
     assert grid["axes"][0]["method"]["full"] == {"learning_rate": [2e-5]}
+
+
+def test_stage_1_chooses_the_epochs_with_the_rate_and_stage_2_carries_each_arms_choice(tmp_path, fake_record):
+    """Issue 67: adapters tried at 3 and 20 epochs; the selection split picks rate and epochs together (an exact tie:
+    the larger rate, then fewer epochs), the edge is read among the rates at the chosen epochs, stage 2 trains each
+    arm at its own, and the tables report only the runs at the chosen rate and epochs."""
+    stage1 = tmp_path / "stage1"
+
+    def run(method, lr, score, seed=0, epochs=3, task="cola", **settings):
+        config = FinetuneConfig(
+            task=task,
+            method=method,
+            seed=seed,
+            learning_rate=lr,
+            num_train_epochs=epochs,
+            selection_split=True,
+            **settings,
+        )
+        fake_record(config, score, folder=stage1, selection_metric_value=score)
+
+    for task in ("cola", "mrpc"):  # the ablations' tasks
+        for lr, score in ((2e-5, 10.0), (5e-5, 30.0)):
+            run("full", lr, score, task=task)
+        for size in (8, 64, 256):
+            for lr in (1e-3, 3e-3):
+                run("houlsby", lr, 20.0, task=task, adapter_size=size)  # 3 epochs: a tie, to the larger rate
+                best = 40.0 if (size, lr) == (64, 1e-3) else 20.0
+                run("houlsby", lr, best, epochs=20, task=task, adapter_size=size)
+    runs = ht.label_runs(load_runs(stage1))
+    chosen = ht.chosen_learning_rates(runs).query("task == 'cola'").set_index("label")
+    assert (chosen.loc["houlsby-64", "learning_rate"], chosen.loc["houlsby-64", "epochs"]) == (1e-3, 20.0)
+    assert chosen.loc["houlsby-64", "edge"] == "smallest"  # among the rates tried at 20 epochs
+    assert (chosen.loc["houlsby-8", "learning_rate"], chosen.loc["houlsby-8", "epochs"]) == (3e-3, 3.0)
+    assert chosen.loc["full", "epochs"] == 3.0 and "× 20 ep: 40.0" in chosen.loc["houlsby-64", "grid"]
+
+    grid = hp.report_grid(runs)
+    table1 = grid["axes"][0]["method"]
+    assert table1["houlsby"]["num_train_epochs"] == [20.0] and table1["full"]["num_train_epochs"] == [3.0]
+    assert "num_train_epochs" not in grid["fixed"]
+    for seed in (1, 2, 3):  # reported runs at both epochs: only the chosen ones report
+        run("houlsby", 1e-3, 60.0, seed=seed, epochs=20, adapter_size=64)
+        run("houlsby", 1e-3, 10.0, seed=seed, epochs=3, adapter_size=64)
+    reported = ht.reported_at_chosen_rates(ht.label_runs(load_runs(stage1)))
+    assert set(reported.loc[reported["label"] == "houlsby-64", "main_metric_value"]) == {60.0}
+
+
+def test_an_edge_choice_extends_its_rates_one_step_until_interior_or_at_its_limit(tmp_path, fake_record):
+    """Issue 67: full fine-tuning best at the largest rate gets one step beyond (1e-4), at its chosen epochs;
+    size 64, interior, gets nothing; layer norm only, best at the largest rate its limit allows, is named instead.
+    Once the extension's record is in and the choice is interior, nothing is left to extend."""
+
+    def run(task, method, lr, score, epochs=3, **settings):
+        config = FinetuneConfig(
+            task=task,
+            method=method,
+            seed=0,
+            learning_rate=lr,
+            num_train_epochs=epochs,
+            selection_split=True,
+            **settings,
+        )
+        fake_record(config, score, folder=tmp_path, selection_metric_value=score)
+
+    for task in ("cola", "mrpc"):
+        run(task, "full", 2e-5, 10.0)
+        run(task, "full", 5e-5, 30.0)
+        for size in (8, 64, 256):
+            for lr, score in ((3e-4, 20.0), (1e-3, 25.0), (3e-3, 22.0)):
+                run(task, "houlsby", lr, score, epochs=20, adapter_size=size)
+    run("cola", "layernorm", 3e-2, 5.0)
+    run("cola", "layernorm", 1e-1, 6.0)
+    grid = hp.extension_grid(ht.label_runs(load_runs(tmp_path)))
+    cells = [(b["task"][0], *b["method"].items()) for b in grid["axes"]]
+    assert cells == [
+        ("cola", ("full", {"learning_rate": [1e-4], "num_train_epochs": [3.0]})),
+        ("mrpc", ("full", {"learning_rate": [1e-4], "num_train_epochs": [3.0]})),
+    ]
+    assert all(b["seed"] == [0] and b["selection_split"] == [True] for b in grid["axes"])
+    assert hp.limits_hit(ht.label_runs(load_runs(tmp_path))) == ["cola layernorm: 0.1 (largest tried, at the limit)"]
+    for task in ("cola", "mrpc"):
+        run(task, "full", 1e-4, 20.0)  # the extension: 5e-5 is now interior
+    assert hp.extension_grid(ht.label_runs(load_runs(tmp_path))) is None
