@@ -19,6 +19,9 @@ BOTH_BEST = DECLARED["dapt-tapt"]
 NOT_DAPT = DECLARED["not-dapt"]
 ADAPTER_DAPT = DECLARED["adapter-dapt"]
 TAPT_OVER_DAPT = DECLARED["tapt-beats-dapt"]
+SEQBN_VS_UNIPELT = DECLARED["seqbn-vs-unipelt"]
+SMALL_CORPUS = DECLARED["adapter-small-corpus"]
+UNIPELT_VARIANT = "unipelt adapter, unipelt pretrained (continue)"
 ADAPTER_VARIANT = "pfeiffer adapter, seq_bn pretrained (continue)"
 
 
@@ -48,9 +51,49 @@ def _vs(runs: pd.DataFrame, condition: str, other: str) -> list[Unit]:
     ]
 
 
+def _gain(runs: pd.DataFrame, task: str, adaptation: str, family: str, fraction: float = 1.0) -> list[tuple]:
+    """The terms of `adaptation`'s DAPT gain over its family's baseline on `task`, its DAPT on `fraction` of the
+    corpus."""
+    dapt = runs[(runs["condition"] == "dapt") & (runs["corpus_fraction"].fillna(1.0) == fraction)]
+    return [
+        (1.0, _cells(dapt, task, "dapt", adaptation, family)),
+        (-1.0, _cells(runs, task, "baseline", family, family)),
+    ]
+
+
+def _draft_units(runs: pd.DataFrame) -> tuple[list[Unit], list[Unit]]:
+    """The draft's two questions: UniPELT's DAPT gain − SeqBN's per task; SeqBN's − the full model's per corpus
+    fraction below the whole (Helpfulness)."""
+    metric = _metric(runs)
+    seqbn, unipelt = ADAPTER_VARIANT.split(",")[0], UNIPELT_VARIANT.split(",")[0]
+    tasks = sorted(set(runs.loc[runs["adaptation"] == UNIPELT_VARIANT, "task"]))
+    versus = [
+        Unit(
+            t,
+            [*_gain(runs, t, UNIPELT_VARIANT, unipelt), *((-w, a) for w, a in _gain(runs, t, ADAPTER_VARIANT, seqbn))],
+            metric=metric[t],
+        )
+        for t in tasks
+    ]
+    small = runs[(runs["adaptation"] == ADAPTER_VARIANT) & (runs["corpus_fraction"].fillna(1.0) < 1.0)]
+    corpus = [
+        Unit(
+            f"{t} {f:.0%}",
+            [
+                *_gain(runs, t, ADAPTER_VARIANT, seqbn, f),
+                *((-w, a) for w, a in _gain(runs, t, "full model", "full model", f)),
+            ],
+            metric=metric[t],
+        )
+        for t, f in sorted(set(zip(small["task"], small["corpus_fraction"])))
+    ]
+    return versus, corpus
+
+
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """Every claim of the chapter on all seeds (no setting was chosen on a seed): the full model's conditions, and
     the adapter's DAPT gain against the full model's, which is only judged where the full model's DAPT gain holds."""
+    versus, corpus = _draft_units(runs) if not runs.empty else ([], [])
     runs = _whole_corpus(runs)
     dapt_units = _vs(runs, "dapt", "baseline")
     dapt = verdict_of(DAPT_HELPS, dapt_units)
@@ -77,6 +120,8 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         verdict_of(NOT_DAPT, _vs(runs, "dapt", "not-dapt")),
         verdict_of(ADAPTER_DAPT, adapter_units, why=no_gain),
         verdict_of(TAPT_OVER_DAPT, _vs(runs, "tapt", "dapt")),
+        verdict_of(SEQBN_VS_UNIPELT, versus),
+        verdict_of(SMALL_CORPUS, corpus),
     ]
 
 
