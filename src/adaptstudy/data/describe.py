@@ -58,3 +58,23 @@ def truncation(texts: list[str], tokenizer, lengths: list[int]) -> pd.DataFrame:
         )
     table = pd.DataFrame(rows)
     return table.assign(**{"cost vs shortest": table["tokens per example"] / table["tokens per example"].iloc[0]})
+
+
+def packing(texts: list[str], tokenizer, lengths: list[int]) -> pd.DataFrame:
+    """What packing texts into rows of each length buys a masked-LM step over one text per row (padded, cut at the
+    row): texts per packed row, the share of an unpacked row that is text rather than padding, and the text tokens a
+    packed row carries per unpacked row's (the gain in tokens seen per step at the same row count)."""
+    counts = np.array([len(ids) + 2 for ids in tokenizer(list(texts), verbose=False)["input_ids"]])  # [CLS] .. [SEP]
+    rows = []
+    for length in lengths:
+        unpacked = np.minimum(counts, length).mean()
+        rows.append(
+            {
+                "row length": length,
+                "mean text tokens": counts.mean() - 2,
+                "texts per packed row": length / (counts.mean() - 1),  # a packed row shares one [CLS]
+                "text in an unpacked row (%)": 100 * unpacked / length,
+                "gain in tokens per row": length / unpacked,
+            }
+        )
+    return pd.DataFrame(rows)

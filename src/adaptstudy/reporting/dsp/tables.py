@@ -12,11 +12,14 @@ Pretraining records (study `dsp_pretrain`) give the perplexities and the costs. 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.baselines import FLAG_NOTE, flagged, learned_nothing, record_baseline
 from adaptstudy.reporting.common import mean_sd, span
 from adaptstudy.reporting.costs import study_cost
@@ -321,3 +324,31 @@ def recipe_note(runs: pd.DataFrame, pretrain_runs: pd.DataFrame) -> str:
             "epochs at 1e-4)"
         )
     return fine + " " + "; ".join(parts) + "."
+
+
+COMPILE_BENCHMARKS = {  # benchmark file -> what its compiled variant compiles
+    "mlm_candidates.json": "masked-LM step (our pretraining path), each encoder layer but the last",
+    "fp32_candidates.json": "fine-tuning step, the whole model",
+}
+
+
+def compile_speedups(folder: str | Path = PROJECT_ROOT / "benchmarks" / "results") -> pd.DataFrame:
+    """`torch.compile` against the same path uncompiled, from our committed benchmarks (steps interleaved on one
+    machine, compile time apart), beside the draft's "almost doubled performance": the machine each ran on too."""
+    rows = []
+    for name, what in COMPILE_BENCHMARKS.items():
+        result = json.loads((Path(folder) / name).read_text(encoding="utf-8"))
+        machine = result["machine"]
+        for row in result["rows"]:
+            if "compile" in row["variant"]:
+                rows.append(
+                    {
+                        "benchmark": name.removesuffix(".json"),
+                        "what is compiled": what + (f" ({row['task']})" if row.get("task") else ""),
+                        "speed-up": row["speedup_vs_first"],
+                        "warm-up, compile included (s)": row.get("warmup_s"),
+                        "machine": f"{machine['cpu']}, {machine['cpu_capability']}, {machine['precision']}, "
+                        f"{machine.get('torch_threads', '?')} threads",
+                    }
+                )
+    return pd.DataFrame(rows)
