@@ -276,3 +276,21 @@ def test_truncation_says_what_each_length_cuts_on_real_reviews(data_dir):
     assert 60 < table.loc[128, "texts cut (%)"] < 100  # IMDb reviews average about 300 tokens
     assert table.loc[128, "tokens kept (%)"] < table.loc[256, "tokens kept (%)"] < 100
     assert table.loc[128, "tokens per example"] <= 128 and table.loc[128, "cost vs shortest"] == 1
+
+
+def test_packing_says_what_it_gains_over_one_text_per_row_on_real_reviews(data_dir):
+    """The draft's packing arithmetic on our reviews corpus: a packed row holds row length / (mean length + 1) texts,
+    and carries row length / (mean text an unpacked row holds) times its text tokens; at a length no text reaches
+    the gain is exactly how many texts share a row."""
+    from adaptstudy.data.corpora import load_corpus
+    from adaptstudy.data.describe import packing
+    from adaptstudy.models.backbones import load_tokenizer
+
+    tokenizer = load_tokenizer("minilm-l6")
+    texts = load_corpus("reviews", data_dir).documents[:200]
+    lengths = [len(ids) for ids in tokenizer(texts, verbose=False)["input_ids"]]  # [CLS] and [SEP] included
+    table = packing(texts, tokenizer, [128, 100_000]).set_index("row length")
+    assert table.loc[128, "mean text tokens"] == pytest.approx(sum(lengths) / len(lengths) - 2)
+    assert table.loc[100_000, "text in an unpacked row (%)"] == pytest.approx(100 * (sum(lengths) / 200) / 100_000)
+    assert table.loc[100_000, "gain in tokens per row"] == pytest.approx(100_000 / (sum(lengths) / 200))
+    assert 1 < table.loc[128, "gain in tokens per row"] < table.loc[100_000, "gain in tokens per row"]

@@ -64,7 +64,7 @@ def packing(texts: list[str], tokenizer, lengths: list[int]) -> pd.DataFrame:
     """What packing texts into rows of each length buys a masked-LM step over one text per row (padded, cut at the
     row): texts per packed row, the share of an unpacked row that is text rather than padding, and the text tokens a
     packed row carries per unpacked row's (the gain in tokens seen per step at the same row count)."""
-    counts = np.array([len(ids) + 2 for ids in tokenizer(list(texts), verbose=False)["input_ids"]])  # [CLS] .. [SEP]
+    counts = np.array([len(ids) for ids in tokenizer(list(texts), verbose=False)["input_ids"]])  # [CLS] and [SEP] in
     rows = []
     for length in lengths:
         unpacked = np.minimum(counts, length).mean()
