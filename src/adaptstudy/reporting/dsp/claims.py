@@ -18,6 +18,8 @@ TAPT_HELPS = DECLARED["tapt"]
 BOTH_BEST = DECLARED["dapt-tapt"]
 NOT_DAPT = DECLARED["not-dapt"]
 ADAPTER_DAPT = DECLARED["adapter-dapt"]
+ADAPTER_TAPT = DECLARED["adapter-tapt"]
+ADAPTER_BOTH = DECLARED["adapter-dapt-tapt"]
 TAPT_OVER_DAPT = DECLARED["tapt-beats-dapt"]
 SEQBN_VS_UNIPELT = DECLARED["seqbn-vs-unipelt"]
 SMALL_CORPUS = DECLARED["adapter-small-corpus"]
@@ -90,35 +92,45 @@ def _draft_units(runs: pd.DataFrame) -> tuple[list[Unit], list[Unit]]:
     return versus, corpus
 
 
+def _adapter_verdict(claim, runs: pd.DataFrame, condition: str, full_gain: Verdict) -> Verdict:
+    """The SeqBN adapter's gain from `condition` (over its own baseline) − the full model's, per task that ran the
+    adapter's; judged only where the full model's own gain holds (`full_gain`), else not testable, saying so."""
+    family = ADAPTER_VARIANT.split(",")[0]
+    has = set(runs.loc[(runs["adaptation"] == ADAPTER_VARIANT) & (runs["condition"] == condition), "task"])
+    units = [
+        Unit(
+            u.name,
+            [
+                (1.0, _cells(runs, u.name, condition, ADAPTER_VARIANT, family)),
+                (-1.0, _cells(runs, u.name, "baseline", family, family)),
+                *((-w, a) for w, a in u.terms),  # − the full model's gain
+            ],
+            metric=u.metric,
+        )
+        for u in _vs(runs, condition, "baseline")
+        if u.name in has
+    ]
+    why = "" if full_gain.verdict == "holds" else f"the full model's gain is not established ({full_gain.verdict})"
+    return verdict_of(claim, units, why=why)
+
+
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """Every claim of the chapter on all seeds (no setting was chosen on a seed): the full model's conditions, and
     the adapter's DAPT gain against the full model's, which is only judged where the full model's DAPT gain holds."""
     versus, corpus = _draft_units(runs) if not runs.empty else ([], [])
     runs = _whole_corpus(runs)
-    dapt_units = _vs(runs, "dapt", "baseline")
-    dapt = verdict_of(DAPT_HELPS, dapt_units)
-    family = ADAPTER_VARIANT.split(",")[0]
-    adapter_units = [
-        Unit(
-            u.name,
-            [
-                (1.0, _cells(runs, u.name, "dapt", ADAPTER_VARIANT, family)),
-                (-1.0, _cells(runs, u.name, "baseline", family, family)),
-                *((-w, a) for w, a in u.terms),  # − the full model's DAPT gain
-            ],
-            metric=u.metric,
-        )
-        for u in dapt_units
-        if not runs[(runs["task"] == u.name) & (runs["adaptation"] == ADAPTER_VARIANT)].empty
-    ]
-    no_gain = "" if dapt.verdict == "holds" else f"the full model's DAPT gain is not established ({dapt.verdict})"
+    dapt = verdict_of(DAPT_HELPS, _vs(runs, "dapt", "baseline"))
+    tapt = verdict_of(TAPT_HELPS, _vs(runs, "tapt", "baseline"))
+    both = verdict_of(BOTH_BEST, {f"vs {c}": _vs(runs, "dapt+tapt", c) for c in ("dapt", "tapt", "baseline")})
     return [
         dapt,
         verdict_of(DAPT_DOMAIN, _vs(runs, "dapt", "control")),
-        verdict_of(TAPT_HELPS, _vs(runs, "tapt", "baseline")),
-        verdict_of(BOTH_BEST, {f"vs {c}": _vs(runs, "dapt+tapt", c) for c in ("dapt", "tapt", "baseline")}),
+        tapt,
+        both,
         verdict_of(NOT_DAPT, _vs(runs, "dapt", "not-dapt")),
-        verdict_of(ADAPTER_DAPT, adapter_units, why=no_gain),
+        _adapter_verdict(ADAPTER_DAPT, runs, "dapt", dapt),
+        _adapter_verdict(ADAPTER_TAPT, runs, "tapt", tapt),
+        _adapter_verdict(ADAPTER_BOTH, runs, "dapt+tapt", dapt),
         verdict_of(TAPT_OVER_DAPT, _vs(runs, "tapt", "dapt")),
         verdict_of(SEQBN_VS_UNIPELT, versus),
         verdict_of(SMALL_CORPUS, corpus),
