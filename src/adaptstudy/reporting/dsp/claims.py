@@ -21,6 +21,7 @@ ADAPTER_DAPT = DECLARED["adapter-dapt"]
 ADAPTER_TAPT = DECLARED["adapter-tapt"]
 ADAPTER_BOTH = DECLARED["adapter-dapt-tapt"]
 TAPT_OVER_DAPT = DECLARED["tapt-beats-dapt"]
+TRANSFER_TAPT = DECLARED["transfer-tapt"]
 SEQBN_VS_UNIPELT = DECLARED["seqbn-vs-unipelt"]
 SMALL_CORPUS = DECLARED["adapter-small-corpus"]
 UNIPELT_VARIANT = "unipelt adapter, unipelt pretrained (continue)"
@@ -132,6 +133,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         _adapter_verdict(ADAPTER_TAPT, runs, "tapt", tapt),
         _adapter_verdict(ADAPTER_BOTH, runs, "dapt+tapt", dapt),
         verdict_of(TAPT_OVER_DAPT, _vs(runs, "tapt", "dapt")),
+        verdict_of(TRANSFER_TAPT, _vs(runs, "tapt", "transfer-tapt")),
         verdict_of(SEQBN_VS_UNIPELT, versus),
         verdict_of(SMALL_CORPUS, corpus),
     ]

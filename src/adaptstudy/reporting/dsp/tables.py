@@ -36,7 +36,8 @@ from adaptstudy.runs.records import paid_seconds
 
 CORPUS_DOMAIN = {"reviews": "Reviews", "news": "News"}  # our DAPT corpora and the paper's domain names
 CONTROL_CORPUS = "neutral"
-CONDITIONS = ("baseline", "control", *DSP_CONDITIONS[1:])  # the paper's, and DAPT's matched control (ours only)
+# the paper's, its Transfer-TAPT (TAPT on another task of the same domain), and DAPT's matched control (ours only)
+CONDITIONS = ("baseline", "control", *DSP_CONDITIONS[1:], "transfer-tapt")
 WARM_UP = ("general", "head")
 COST_COLUMNS = {  # a pretraining record's column -> the cost table's
     "corpus": "corpus",
@@ -67,15 +68,15 @@ def chain(init_from: Any) -> list[tuple[str, str]]:
 
 
 def condition(task: str, steps: list[tuple[str, str]]) -> str | None:
-    """baseline / control / dapt / not-dapt / tapt / dapt+tapt for a chain that starts from the warmed head, else
-    None."""
+    """baseline / control / dapt / not-dapt / tapt / dapt+tapt / transfer-tapt (TAPT on another task's texts) for a
+    chain that starts from the warmed head, else None."""
     if not steps or steps[-1] != WARM_UP:
         return None
     adaptive = [corpus for corpus, _ in steps[:-1]][::-1]  # oldest first
     names = []
     for corpus in adaptive:
         if corpus.startswith("task:"):
-            names.append("tapt")
+            names.append("tapt" if corpus.removeprefix("task:") == task else "transfer-tapt")
         elif corpus == CONTROL_CORPUS:
             names.append("control")
         else:

@@ -99,6 +99,7 @@ def report_grid(runs: pd.DataFrame, study: str = "fusion") -> dict:
         methods = {
             **{m: {"learning_rate": [float(chosen[(target, m)])]} for m in CHOSEN},
             "pfeiffer": {"adapter_size": [own.adapter_size], "learning_rate": [own.learning_rate]},
+            "houlsby": {"adapter_size": [own.adapter_size], "learning_rate": [own.learning_rate]},  # ST-A^Houlsby
             "fusion": {
                 "learning_rate": [FUSION_RATE],
                 "fusion_sources": [fused, [target]],  # Fusion w/ ST-A, and the N = 1 control

@@ -35,6 +35,7 @@ FUSION_LABEL = {
     "pfeiffer": "st-a",
     "task_adapters": "mt-a",
     "fusion": "fusion-st-a",
+    "houlsby": "st-a-houlsby",  # Houlsby's architecture as the target's single-task adapter, at ST-A's size and rate
 }
 ALONE = "fusion-n1"  # the N = 1 control: fusion layers over the target's own adapter alone (ours, not the paper's)
 OVER_MT_A = "fusion-mt-a"  # fusion over MT-A's adapters, on MT-A's encoder (`fusion_from`)
@@ -223,6 +224,7 @@ BEATS_FULL = DECLARED["beats-full"]
 ST_A_BEATS_FULL = DECLARED["st-a-beats-full"]
 HEAD_BELOW_FULL = DECLARED["head-below-full"]
 OVER_MT_A_NOT_WORSE = DECLARED["over-mt-a-not-worse"]
+PFEIFFER_ON_PAR = DECLARED["pfeiffer-on-par-houlsby"]
 ON_OWN_ADAPTER = ("fusion-st-a", "st-a", ALONE)  # the arms built on the target's own ST-A adapter
 
 
@@ -265,6 +267,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         verdict_of(ST_A_BEATS_FULL, [unit(t, "full", "st-a") for t in having("full", "st-a")]),
         verdict_of(HEAD_BELOW_FULL, [unit(t, "head_only", "full") for t in having("head_only", "full")]),
         verdict_of(OVER_MT_A_NOT_WORSE, [unit(t, "mt-a", OVER_MT_A) for t in having("mt-a", OVER_MT_A)]),
+        verdict_of(PFEIFFER_ON_PAR, [unit(t, "st-a-houlsby", "st-a") for t in having("st-a-houlsby", "st-a")]),
         *attention_verdicts(cells, aside),
     ]
 
