@@ -182,7 +182,8 @@ FUSION_NOTE = (
     "*fusion-n1* (ours only): the fusion layers trained over the target's own adapter alone, which adds fusion's "
     "capacity without other tasks' adapters. *mt-a*: an adapter per task and the whole encoder trained jointly on "
     "the targets and the sources that learned (method `task_adapters`, as we read the paper's MT-A); *fusion-mt-a* "
-    "fuses its adapters over its encoder. Ours read '–' where not run (BoolQ has no training data "
+    "fuses its adapters over its encoder. *st-a-houlsby*: Houlsby's architecture as the target's single-task adapter, "
+    "at ST-A's size and rate (the paper's last column). Ours read '–' where not run (BoolQ has no training data "
     f"offline). *Constant*: the majority class's dev accuracy. {FLAG_NOTE}"
 )
 
