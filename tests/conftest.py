@@ -39,8 +39,12 @@ def _over_built(verdicts):
     units would leave the others 'not run')."""
     rejudged = []
     for v in verdicts:
-        built = list(dict.fromkeys(u.name for units in v.comparisons.values() for u in units))
-        rejudged.append(v.under(v.design.model_copy(update={"units": built, "comparisons": list(v.comparisons)})))
+        names = [n for n in v.design.comparisons if n in v.comparisons] or list(v.comparisons)
+        built = list(dict.fromkeys(u.name for n in names for u in v.comparisons[n]))
+        units = [u for u in built if u not in v.design.versus_units]
+        versus = [u for u in v.design.versus_units if u in built]
+        update = {"units": units, "versus_units": versus, "comparisons": names}
+        rejudged.append(v.under(v.design.model_copy(update=update)))
     return rejudged
 
 

@@ -69,7 +69,7 @@ def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str | None
     tried at the chosen epochs. An exact tie goes to the larger rate (the selection split cannot tell them apart;
     the larger goes further in the same updates), then to fewer epochs, not to whichever record loaded first."""
     score = score or choice_score(grid)
-    columns = [*keys, "learning_rate", "epochs", "grid", "choice score", "edge"]
+    columns = [*keys, "learning_rate", "epochs", "epochs chosen", "grid", "choice score", "edge"]
     if grid.empty:
         return pd.DataFrame(columns=columns)
     grid = grid.assign(_epochs=config_column(grid, "num_train_epochs", np.nan).astype(float))
@@ -86,6 +86,7 @@ def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str | None
                 **dict(zip(keys, values)),
                 "learning_rate": best["config.learning_rate"],
                 "epochs": best["_epochs"],
+                "epochs chosen": several,
                 "grid": rates,
                 "choice score": best[score],
                 "edge": grid_edge(best["config.learning_rate"], same_epochs["config.learning_rate"]),
@@ -158,7 +159,9 @@ def unfinished(stage_1: str | os.PathLike, folder: Path) -> list[RunConfig]:
 def at_learning_rates(runs: pd.DataFrame, chosen: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """The runs made at the rate (and epochs, where chosen) chosen for their group of `keys` (groups without a
     choice are dropped)."""
-    chosen = chosen.rename(columns={"epochs": "_chosen_epochs"})
+    chosen = (
+        chosen.assign(_chosen_epochs=chosen["epochs"].where(chosen["epochs chosen"])) if "epochs" in chosen else chosen
+    )
     merged = runs.merge(
         chosen[[*keys, "learning_rate", *(["_chosen_epochs"] if "_chosen_epochs" in chosen else [])]], on=keys
     )
