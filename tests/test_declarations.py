@@ -7,9 +7,10 @@ import yaml
 
 import adaptstudy.reporting.scorecard  # noqa: F401  (imports every chapter, which registers its claims)
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.claims import CLAIMS, findings_table
+from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.claims import DECLARATIONS as CHAPTER_FILES
 from adaptstudy.reporting.declarations import Chapter, Declared, amend, load_declaration
+from adaptstudy.reporting.findings import findings_table
 
 DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))
 
