@@ -149,6 +149,21 @@ def test_convergence_compares_the_mean_of_epochs_1_to_3_with_the_last_epoch_over
     assert verdict["ours: effect [95% CI]"].startswith("+12.3 [")
 
 
+def stage_1_config(method: str, lr: float, **settings) -> FinetuneConfig:
+    """A stage-1 cell of the IMDb chapter: seed 0, minilm-l6, 90%/10% with its 800 reviews, the selection split."""
+    return FinetuneConfig(
+        task="imdb",
+        method=method,
+        adapter_size=64 if method == "houlsby" else None,
+        seed=0,
+        learning_rate=lr,
+        resplit_train_share=0.9,
+        max_train_examples=800,
+        selection_split=True,
+        **settings,
+    )
+
+
 def test_stage_2_runs_the_reported_seeds_of_both_backbones_and_settings_at_the_rates_stage_1_chose(
     tmp_path, fake_record
 ):
@@ -157,18 +172,7 @@ def test_stage_2_runs_the_reported_seeds_of_both_backbones_and_settings_at_the_r
     rates |= {"prompt_tuning": (1e-2, 3e-2), "bitfit": (1e-3, 3e-3), "lora": (3e-4, 1e-3), "houlsby": (3e-4, 1e-3)}
     for method, (low, high) in rates.items():
         for lr, selection in ((low, 70.0), (high, 60.0 if method == "bitfit" else 80.0)):
-            config = FinetuneConfig(
-                task="imdb",
-                method=method,
-                adapter_size=64 if method == "houlsby" else None,
-                seed=0,
-                learning_rate=lr,
-                resplit_train_share=0.9,
-                max_train_examples=800,
-                max_eval_examples=1000,
-                num_train_epochs=10,
-                selection_split=True,
-            )
+            config = stage_1_config(method, lr, max_eval_examples=1000, num_train_epochs=10)
             fake_record(
                 config, 50.0, folder=stage1, selection_metric_value=selection, trainable_params=1, backbone_params=10
             )
@@ -252,16 +256,7 @@ def test_a_method_beyond_the_seven_reports_on_seeds_1_to_3_at_90_10_once_its_sta
     select.write_text(yaml.safe_dump({"study": "peft_imdb", "axes": {"method": methods}}))
     for method in (*pp.CLAIMED, "ia3", "compacter"):
         for lr in (1e-3, 3e-3) if method != "compacter" else (1e-3,):  # compacter's 3e-3 has not run
-            config = FinetuneConfig(
-                task="imdb",
-                method=method,
-                adapter_size=64 if method == "houlsby" else None,
-                seed=0,
-                learning_rate=lr,
-                resplit_train_share=0.9,
-                max_train_examples=800,
-                selection_split=True,
-            )
+            config = stage_1_config(method, lr)
             fake_record(
                 config,
                 50.0,
