@@ -50,7 +50,7 @@ def _over_built(verdicts):
 
 def _claims_table(chapter, runs):
     """A chapter module's verdict table over the units its records built (`over_built`)."""
-    from adaptstudy.reporting.claims import verdict_table
+    from adaptstudy.reporting.verdict_tables import verdict_table
 
     return verdict_table(_over_built(chapter.verdicts(runs)))
 

@@ -3,10 +3,13 @@ applied to the committed records, and the frozen plan committed beside the sweep
 
 import pandas as pd
 import pytest
+import yaml
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.allocation import BUDGET_H, STUDIES, allocate, grids
 from adaptstudy.reporting.claims import CLAIMS
+from adaptstudy.reporting.confirmation import confirmation_note
+from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.grid import Grid
 from adaptstudy.runs.records import read_records
 
@@ -49,3 +52,22 @@ def test_the_committed_plan_names_declared_claims_once_and_keeps_to_the_budget()
     assert plan["claim"].is_unique and set(plan["claim"]) <= set(CLAIMS.names())
     assert plan.loc[plan["taken"] == "yes", "CPU-hours"].sum() <= BUDGET_H
     assert {p.stem for p in PLAN.glob("*.yaml")} == {"dsp_confirm", "fusion_confirm", "peft_imdb_confirm"}
+
+
+def test_each_chapter_states_its_confirmatory_claims_their_cost_and_what_landed(tmp_path, fake_record):
+    plan = tmp_path / "confirm"
+    plan.mkdir()
+    (plan / "allocation.csv").write_text(
+        "claim,taken,CPU-hours,cumulative,why\n"
+        'peft.a,yes,0.5,0.5,"2 cells"\npeft.b,no,,,"over the budget"\ndsp.c,yes,1.0,1.5,"1 cell"\n'
+    )
+    cell = {"task": "rte", "method": "bitfit", "max_train_examples": 32}
+    (plan / "peft_imdb_confirm.yaml").write_text(
+        yaml.safe_dump({"study": "peft_imdb", "fixed": cell, "axes": {"seed": [4, 5]}})
+    )
+    fake_record(FinetuneConfig(**cell, seed=4), folder=tmp_path / "results" / "peft_imdb", train_runtime_s=1800.0)
+    note = confirmation_note("peft", tmp_path / "results", plan)
+    assert "It took 1 of this chapter's claims (peft.a), estimated at 0.5 CPU-hours." in note
+    assert "Left out: over the budget: peft.b." in note
+    assert "Landed so far: 1 of the 2 fresh runs" in note and "(1 still to run), 0.5 CPU-hours paid" in note
+    assert confirmation_note("houlsby", tmp_path / "results", plan) == ""

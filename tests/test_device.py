@@ -1,6 +1,7 @@
 """Precision: each run autocasts exactly as its own setting says, even after a bf16 run in the same process, and
 `auto` picks bf16, fp16 or fp32 by what the GPU or CPU computes natively."""
 
+import json
 import os
 import re
 
@@ -10,6 +11,7 @@ from datasets import Dataset
 from torch import nn
 from transformers import Trainer
 
+from adaptstudy.common.files import mark_complete
 from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.training import core, device, runner
@@ -143,9 +145,39 @@ def test_a_benchmark_header_names_the_machine_with_its_extra_fields_the_versions
 def test_the_bf16_speedup_is_measured_on_this_cpu():
     """A ratio of two timings of the same layer; where the CPU only emulates bf16 (AVX2: several times slower than
     fp32) it must come out below the bar, or `auto` would have picked bf16 there had the flags said otherwise."""
-    speedup = device.cpu_bf16_speedup.__wrapped__(rounds=2, calls=1)
+    speedup = device.measure_bf16_speedup(rounds=2, calls=1)
     assert 0.0 < speedup < 50.0
     if not device.NATIVE_BF16_CPU_FLAGS & device.cpu_flags():
         assert speedup < device.BF16_MIN_SPEEDUP
     described = device.machine_description()
     assert ("bf16_speedup" in described) is (device.native_bf16() and not torch.cuda.is_available())
+
+
+def test_the_bf16_speedup_is_measured_once_per_machine_kind_and_kept(monkeypatch, tmp_path):
+    """A later process under load (its stopwatch would say 0.5x) reads the kept figure: one precision per machine."""
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(device, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    for measured in (2.1, 0.5):  # the second as a process would time it beside two busy loops
+        monkeypatch.setattr(device, "measure_bf16_speedup", lambda: measured)
+        device.cpu_bf16_speedup.cache_clear()  # a new process
+        assert device.cpu_bf16_speedup() == 2.1 and device.resolve_precision("auto") == "bf16"
+    kept = json.loads(next((tmp_path / "machines").glob("*.json")).read_text())
+    assert kept["kind"] == device.machine_kind() and kept["bf16_speedup"] == 2.1 and kept["measured_at"]
+    monkeypatch.setattr(device, "machine_kind", lambda: "another machine")
+    device.cpu_bf16_speedup.cache_clear()
+    assert device.cpu_bf16_speedup() == 0.5  # another kind of machine is measured for itself
+    device.cpu_bf16_speedup.cache_clear()
+
+
+@pytest.mark.parametrize("same_machine", [True, False])
+def test_a_resumed_run_keeps_its_checkpoint_precision_on_the_same_kind_of_machine(monkeypatch, tmp_path, same_machine):
+    monkeypatch.setattr(core, "resolve_precision", lambda precision: "bf16")
+    config = FinetuneConfig(task="rte")
+    checkpoint = tmp_path / "checkpoint-4"
+    checkpoint.mkdir()
+    machine = device.machine_kind() if same_machine else "another machine"
+    mark_complete(checkpoint, {"step": 4, core.SESSIONS: [{"precision": "fp32", "machine": machine}]})
+    with core.Session(config, tmp_path) as session:
+        assert session.precision == ("fp32" if same_machine else "bf16")
+        assert session.sessions[-1]["precision"] == session.precision

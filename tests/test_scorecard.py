@@ -5,7 +5,7 @@ confirmatory, its verdict under each design, the smallest effect it detects and 
 import matplotlib
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.claims import CLAIMS, amendments
+from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.common import SELECTION_SEED
 from adaptstudy.reporting.evidence import VERDICTS
 from adaptstudy.reporting.scorecard import (
@@ -17,6 +17,7 @@ from adaptstudy.reporting.scorecard import (
     styled_card,
     untestable_reasons,
 )
+from adaptstudy.reporting.verdict_tables import amendments
 from adaptstudy.runs.records import read_records
 
 matplotlib.use("Agg")

@@ -20,7 +20,7 @@ from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.notebook_params import DataPrepParams
 from adaptstudy.runs.pretrain_config import PretrainConfig
-from adaptstudy.training.core import last_complete_checkpoint
+from adaptstudy.training.checkpoints import last_complete_checkpoint
 from adaptstudy.training.finetune import finetune
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -213,6 +213,10 @@ def test_a_killed_long_cell_resumes_from_its_checkpoint(tmp_path, data_dir):
     uninterrupted = finetune(FinetuneConfig(**TINY | fixed, seed=5), write=False)
     assert record["metrics"]["accuracy"] == pytest.approx(uninterrupted["metrics"]["accuracy"], abs=1e-6)
     assert record["train_loss"] == pytest.approx(uninterrupted["train_loss"], rel=1e-5)  # all steps, not the last few
+    # the epoch's loss too, though it was cut by the kill: the Trainer logs it to 4 decimals
+    assert record["history"][0]["train_loss"] == pytest.approx(uninterrupted["history"][0]["train_loss"], abs=1e-4)
+    assert " then " not in record["precision_used"]  # resumed on the same machine: one precision, whatever the load
+    assert record["precision_used"] == uninterrupted["precision_used"]
 
 
 def test_a_checkpoint_cut_off_while_saving_is_never_resumed_from(tmp_path):

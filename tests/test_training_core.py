@@ -19,6 +19,7 @@ from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.training import core, runner
 from adaptstudy.training.callbacks import NonFiniteLossError
+from adaptstudy.training.checkpoints import last_complete_checkpoint
 from adaptstudy.training.device import use_bf16
 from adaptstudy.training.finetune import finetune
 from adaptstudy.training.multitask import train_multitask
@@ -134,7 +135,7 @@ def test_a_resumed_run_costs_the_seconds_of_all_its_sessions_and_keeps_its_epoch
     }[train]()
     folder = tmp_path / "ckpt"
     first = train(settings, checkpoint_dir=folder, write=False)
-    kept = core.last_complete_checkpoint(folder)  # the last step but one
+    kept = last_complete_checkpoint(folder)  # the last step but one
     marker = read_marker(kept)
     assert 0 < marker[core.SECONDS] <= first["train_runtime_s"] + first["eval_runtime_s"]
     here = core.here(settings)

@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from adaptstudy.reporting import user_claims
+from adaptstudy.reporting.selection import arm_precisions
 from adaptstudy.runs.finetune_config import FinetuneConfig
 
 LABELS = ["neg", "pos"]
@@ -92,3 +93,19 @@ def test_a_claim_naming_an_undefined_arm_is_one_error_naming_it(tmp_path, capsys
     (tmp_path / "r").mkdir()
     assert user_claims.main([str(path), "--results-dir", str(tmp_path / "r")]) == 2
     assert "arms ['bitfit'] are used by claims but not defined; defined: ['lora']" in capsys.readouterr().err
+
+
+def test_a_verdict_whose_runs_mix_precisions_says_so_and_each_arm_states_its_own(user_records):
+    path, results = user_records
+    declaration = user_claims.load_user_declaration(path)
+    runs = user_claims.load_runs(results)
+    runs["record"] = [{**r, "precision_used": "bf16"} for r in runs["record"]]
+    (verdict,) = user_claims.user_verdicts(declaration, runs)
+    assert verdict.precisions() == {"bf16": 6} and "mix precisions" not in verdict.rests_on()
+    lora_seed_1 = runs.index[(runs["method"] == "lora") & (runs["seed"] == 1)][0]
+    runs.at[lora_seed_1, "record"] = {**runs.at[lora_seed_1, "record"], "precision_used": "fp32"}
+    (verdict,) = user_claims.user_verdicts(declaration, runs)
+    assert verdict.rests_on().endswith("its runs mix precisions: bf16 (5 runs), fp32 (1 runs)")
+    table = arm_precisions(runs, ["method"]).set_index("method")
+    assert table.loc["lora"].to_dict() == {"bf16 on an unrecorded CPU": 2, "fp32 on an unrecorded CPU": 1}
+    assert table.loc["bitfit"].sum() == 3  # the choosing seed 0 is not among them

@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from adaptstudy.launch.cells import Cell, CellConfig, attempt, describe
+from adaptstudy.launch.cells import NOSPACE, Cell, CellConfig, attempt, describe
 from adaptstudy.runs.base import ConfigError
 
 RETRIES = 3  # a task whose worker died (killed, out of memory, node lost) is run again, from its checkpoint
@@ -83,6 +83,8 @@ def _drain(
                 cell.status, cell.error = ray.get(ready[0])
             except ray.exceptions.RayError as e:  # the task died RETRIES + 1 times: no record could be written
                 cell.status, cell.error = "failed", f"{type(e).__name__}: {e}"
+            if cell.status == NOSPACE:
+                pending.clear()  # the disk is full: start nothing more; what runs finishes or finds it full too
             if progress and cell.status != "ok":
                 print(f"  {cell.status}: {cell.run_id}" + (f" ({cell.error})" if cell.error else ""), flush=True)
     except KeyboardInterrupt:

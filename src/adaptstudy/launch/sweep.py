@@ -27,7 +27,6 @@ checkpoint under `<results_dir>/.checkpoints/<run_id>/` and resume from there af
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -36,11 +35,14 @@ from pathlib import Path
 import pandas as pd
 
 from adaptstudy.common.files import TMP_PREFIX
+from adaptstudy.common.registry import UnknownNameError
+from adaptstudy.data.errors import DataNotFoundError, MalformedDataError
 from adaptstudy.launch.allocator import reexec_with_allocator
-from adaptstudy.launch.cells import CHECKPOINTS, Cell, attempt, describe
+from adaptstudy.launch.cells import CHECKPOINTS, NOSPACE, Cell, attempt, describe
 from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.grid import DESCRIBED, grid_configs
-from adaptstudy.runs.records import read_ok_record
+from adaptstudy.runs.records import InvalidRecordsError, check_writable, read_ok_record, record_problem
+from adaptstudy.training.device import resolve_precision
 from adaptstudy.training.runner import pending_prerequisites, prerequisite_waves
 
 
@@ -51,6 +53,7 @@ class Plan:
     cells: list[Cell] = field(default_factory=list)
     kind: str = "finetune"
     prerequisites: list[Cell] = field(default_factory=list)  # trained first, as cells of their own: see `run`
+    stopped: str | None = None  # why the sweep stopped before its last cell (a full disk), if it did
 
     def table(self) -> pd.DataFrame:
         rows = []
@@ -80,6 +83,7 @@ class Plan:
             + (f", {n['todo']} not run" if n["todo"] else "")
             + (f", {n['elsewhere']} left to another sweep training them" if n["elsewhere"] else "")
             + (f"; first {self._prerequisites()}" if self.prerequisites else "")
+            + (f". STOPPED: {self.stopped}; free space and rerun to continue" if self.stopped else "")
         )
 
     def _prerequisites(self) -> str:
@@ -107,8 +111,11 @@ def plan(sweep: str | Path, results_dir: str | Path | None = None, data_dir: str
     result = Plan(grid.study, folder, [Cell(config) for config in configs], grid.kind)
     _clean_temporary_files(folder)
     for cell in result.cells:
-        if read_ok_record(folder / f"{cell.run_id}.json"):
+        path = folder / f"{cell.run_id}.json"
+        if read_ok_record(path):
             cell.status = "done"
+        elif problem := record_problem(path):
+            print(f"invalid record {path} ({problem}): its cell is trained again", file=sys.stderr)
     return result
 
 
@@ -128,6 +135,7 @@ def run(
     as soon as what it needs has trained, so a worker never idles while a cell that needs nothing pending waits."""
     if workers < 1 or (threads is not None and threads < 1):
         raise ConfigError(f"workers ({workers}) and threads ({threads}) must be at least 1")
+    resolve_precision("auto")  # this machine's bf16 speed measured once, before any cell: every cell reads the same
     todo = [c for c in p.cells if c.status == "todo"]
     waves = [
         [Cell(needed, needed_by=by) for needed, by in wave] for wave in prerequisite_waves([c.config for c in todo])
@@ -140,11 +148,17 @@ def run(
         needs = {cell.run_id: pending_prerequisites(cell.config) for cell in cells}
         run_on_ray(cells, needs, p.results_dir, workers, threads or default_threads(workers), ray_address, progress)
     else:
-        for wave in [*waves, todo]:
-            for n, cell in enumerate(wave, start=1):
-                if progress:
-                    print(f"[{n}/{len(wave)}] {cell.run_id} {describe(cell)}", flush=True)
-                cell.status, cell.error = attempt(cell.config, p.results_dir, threads, cell.needed_by)
+        for cell, n, size in ((c, n, len(w)) for w in [*waves, todo] for n, c in enumerate(w, start=1)):
+            if progress:
+                print(f"[{n}/{size}] {cell.run_id} {describe(cell)}", flush=True)
+            cell.status, cell.error = attempt(cell.config, p.results_dir, threads, cell.needed_by)
+            if cell.status == NOSPACE:
+                break
+    stopped = [c for c in [*p.prerequisites, *todo] if c.status == NOSPACE]
+    for cell in stopped:
+        cell.status = "todo"  # not run: the next sweep trains it
+    if stopped:
+        p.stopped = f"out of space under {p.results_dir} ({stopped[0].error})"
     for cell in p.cells:
         if cell.status == "done":
             cell.status = "skipped"
@@ -153,18 +167,6 @@ def run(
     except OSError:
         pass
     return p
-
-
-def check_writable(folder: Path) -> None:
-    """One clear error before any data or model is loaded when records cannot be written under `folder` (its
-    nearest existing ancestor is a file, or is not writable: read-only filesystem, permissions)."""
-    existing = folder
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(f"results_dir {folder}: {existing} is a file, so no record can be written there")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"results_dir {folder}: {existing} is not writable, so no record can be written there")
 
 
 STALE_S = 600  # a record's temporary file lives well under a second; one this old was left by a killed writer
@@ -180,9 +182,13 @@ def _clean_temporary_files(folder: Path) -> None:
                     leftover.unlink(missing_ok=True)
 
 
+USER_ERRORS = (ConfigError, UnknownNameError, DataNotFoundError, MalformedDataError, InvalidRecordsError)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m adaptstudy.sweep GRID [--results-dir DIR] [--data-dir DIR] [--workers N] [--threads T]
-    [--ray-address ADDR] [--dry-run]`."""
+    [--ray-address ADDR] [--dry-run] [--debug]`. A configuration, YAML, data or results-folder error is one line
+    and exit status 2 (`--debug`: its traceback)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m adaptstudy.sweep", description=__doc__.split("\n\n")[0])
@@ -193,12 +199,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, help="torch threads per cell (default: the cores over the workers)")
     parser.add_argument("--ray-address", help="an existing Ray cluster to run the cells on (e.g. auto)")
     parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
     args = parser.parse_args(argv)
+    try:
+        return _main(args, from_command_line=argv is None)
+    except USER_ERRORS as e:
+        if args.debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(args, from_command_line: bool) -> int:
     p = plan(args.sweep, args.results_dir, args.data_dir)
     if args.dry_run:
         print(p.table().to_string(index=False))
         return 0
-    if argv is None:  # from the command line: start over under tcmalloc where the system has it
+    if from_command_line:  # start over under tcmalloc where the system has it
         reexec_with_allocator("adaptstudy.sweep", sys.argv[1:])
     try:
         run(p, workers=args.workers, ray_address=args.ray_address, threads=args.threads)
@@ -206,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         print(p.summary(), file=sys.stderr)
         return 130
     print(p.summary())
-    return 1 if p.counts()["failed"] else 0
+    return 1 if p.counts()["failed"] or p.stopped else 0
 
 
 if __name__ == "__main__":

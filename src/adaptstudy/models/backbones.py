@@ -7,6 +7,7 @@ checkpoints).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ class Backbone:
     description: str
     paper_stand_in_for: str = ""
     layers: int | None = None  # known without loading anything (Hub backbones, for validating top_k offline)
+    positions: int = 512  # the longest input its position embeddings cover (max_seq_length is checked against it)
 
     @property
     def path(self) -> str:
@@ -102,6 +104,34 @@ def check_backbone(name: str) -> None:
         f"unknown backbone {name!r}{did_you_mean(name, BACKBONES.names())}; valid: {', '.join(BACKBONES.names())}, "
         "a local model folder, or a Hub id of the form org/name"
     )
+
+
+ROBERTA_OFFSET_TYPES = {"roberta", "xlm-roberta", "camembert"}  # positions start after the padding index: 2 fewer
+
+
+def position_limit(name: str) -> int | None:
+    """The longest input `name`'s position embeddings cover, known without loading weights: a registered backbone's,
+    a local folder's `config.json`; None for a Hub id (known only once it loads)."""
+    if name in BACKBONES:
+        return BACKBONES.get(name).positions
+    config = Path(name) / "config.json"
+    if not config.is_file():
+        return None
+    values = json.loads(config.read_text())
+    limit = values.get("max_position_embeddings")
+    if limit is None:
+        return None
+    return limit - 2 if values.get("model_type") in ROBERTA_OFFSET_TYPES else limit
+
+
+def check_sequence_length(name: str, max_seq_length: int) -> None:
+    """One clear error, before any training, for inputs longer than the backbone has positions for (it would fail
+    mid-run on a tensor-size mismatch)."""
+    limit = position_limit(name)
+    if limit is not None and max_seq_length > limit:
+        raise ValueError(
+            f"max_seq_length {max_seq_length} is above the {limit} positions of backbone {name!r}: at most {limit}"
+        )
 
 
 def load_tokenizer(name: str):

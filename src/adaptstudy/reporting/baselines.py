@@ -5,7 +5,8 @@ positive for binary F1; 0 for correlations and Matthews). A run learned nothing 
 predictions are one class, or when its main metric is not above the constant's by more than noise: a one-sided 95%
 margin of 1.645 standard errors — of the majority share on accuracy, of a coin (√(¼/n)) on F1 scores, 1/√n on a
 correlation. Binary F1 is checked on accuracy instead (it rewards predicting every example positive: MRPC's
-constant scores 81.2). Such a run is flagged wherever it appears and cannot support a verdict (`evidence`).
+constant scores 81.2). A run whose record says it diverged (`diverged`) learned nothing, whatever it scored. Such a
+run is flagged wherever it appears and counts under the claims' one regime (`claims`).
 
 The labels come from the data mirror, cut exactly as the run cut its reported split (its config).
 """
@@ -122,7 +123,10 @@ def record_baseline(record: dict, task: str | None = None) -> Baseline:
 
 
 def learned_nothing(record: dict, task: str | None = None) -> bool:
-    """Whether a run (a multi-task run: on `task`) learned nothing (see the module docstring)."""
+    """Whether a run (a multi-task run: on `task`) learned nothing (see the module docstring); a run that diverged
+    (its record's `diverged`, `training.callbacks.DIVERGENCE_RULE`) learned nothing whatever it scored."""
+    if record.get("diverged"):
+        return True
     spec = resolve_task(task_of(record, task))
     task = task or record["task"]
     stored = record.get("predictions")
@@ -166,7 +170,9 @@ def validation_learned(record: dict, task: str) -> tuple[float, Baseline, bool]:
 def learned_on_selection(record: dict) -> bool:
     """Whether a run's score on its selection split is above the constant's by more than noise (the rule of
     `learned_nothing`, on the split that chooses: a gate that leaves the reported split untouched). The selection
-    split's predictions are not stored, so only the score is checked."""
+    split's predictions are not stored, so only the score is checked. A diverged run learned nothing."""
+    if record.get("diverged"):
+        return False
     base = selection_baseline(record)
     return bool(record["selection_metrics"][base.check] > base.check_constant + base.margin)
 

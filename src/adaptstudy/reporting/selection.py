@@ -42,6 +42,12 @@ def precision_by(runs: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return pd.crosstab([runs[c] for c in columns], machine_kind(runs)).reset_index().rename_axis(columns=None)
 
 
+def arm_precisions(runs: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """`precision_by` over the reported runs (the seed that chose never reports): the precision every arm's
+    verdict-bearing runs trained in, which each chapter states (a verdict whose runs mix precisions says so too)."""
+    return precision_by(runs[runs["seed"] != SELECTION_SEED], columns)
+
+
 def precision_by_stage(runs: pd.DataFrame) -> str:
     """One sentence: the precision and CPU kernels the choosing seed's runs and the reported seeds' runs trained
     in. Sessions land on machines with and without bf16, so a rate may be chosen in one precision and reported in

@@ -7,7 +7,7 @@ say which records each arm label of a claim means (config settings a record must
 `selection_seed`, the seed that chose settings and so never reports (none by default). A claim compares its first arm
 with each other (`a − b`, one comparison per other arm) over its units, which are task names; its ledger may be left
 out (it is then declared now, and every verdict reads exploratory). The verdict table is the chapters' own
-(`claims.verdict_table`): the effect with its 95% interval, the rule, what it rests on, the verdict.
+(`verdict_tables.verdict_table`): the effect with its 95% interval, the rule, what it rests on, the verdict.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adaptstudy.reporting.baselines import flag_runs
-from adaptstudy.reporting.claims import Claim, Verdict, arm, verdict_of, verdict_table
+from adaptstudy.reporting.claims import Claim, Verdict, arm, verdict_of
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.declarations import Declared, Design, Entry
 from adaptstudy.reporting.evidence import contrast
+from adaptstudy.reporting.verdict_tables import verdict_table
 
 
 class UserClaim(Design):

@@ -13,7 +13,7 @@ from transformers import AutoConfig
 from adaptstudy.common.paths import cache_root
 from adaptstudy.data.splits import subsample
 from adaptstudy.data.tasks import load_task, resolve_task, with_selection
-from adaptstudy.models.backbones import BACKBONES, check_backbone, resolve_backbone
+from adaptstudy.models.backbones import BACKBONES, check_backbone, check_sequence_length, resolve_backbone
 from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.artifacts import ADAPTER_FAMILY, FULL_MODES, STACKABLE, artifact_base
 from adaptstudy.runs.base import Precision, RunConfig, validate
@@ -137,6 +137,7 @@ class FinetuneConfig(RunConfig):
         method = METHODS.get(self.method)
         resolve_task(self.task)
         check_backbone(self.backbone)
+        check_sequence_length(self.backbone, self.max_seq_length)
         with_adapters = ", ".join(m for m in METHODS if METHODS.get(m).uses_adapter_size)
         for setting, value in (
             ("adapter_size", self.adapter_size),

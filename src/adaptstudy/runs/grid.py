@@ -29,7 +29,7 @@ class Grid(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    study: str = Field(pattern=r"^[A-Za-z0-9_.-]+$", description="the folder under results/ its records go to")
     kind: Literal["finetune", "pretrain", "multitask"] = Field(
         "finetune", description="what each cell runs: fine-tuning, MLM pretraining, or multi-task training"
     )
@@ -41,6 +41,13 @@ class Grid(BaseModel):
     )
     fixed: dict[str, Any] = {}
     axes: Axes | list[Axes] = Field(min_length=1)
+
+    @field_validator("study")
+    @classmethod
+    def _inside_results(cls, study: str) -> str:
+        if set(study) == {"."}:
+            raise ValueError(f"study {study!r} would write outside results/: a study is a folder name, not . or ..")
+        return study
 
     @field_validator("axes")
     @classmethod
@@ -72,8 +79,11 @@ def load_grid(path: str | Path) -> Grid:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"sweep file {path} does not exist")
-    with open(path) as f:
-        raw = yaml.safe_load(f)  # params are data, never code
+    try:
+        with open(path) as f:
+            raw = yaml.safe_load(f)  # params are data, never code
+    except yaml.YAMLError as e:
+        raise ConfigError(f"sweep file {path} is not valid YAML: {' '.join(str(e).split())}") from None
     if not isinstance(raw, Mapping):
         raise ConfigError(f"sweep file {path}: expected a mapping with study, fixed and axes")
     return validate(Grid, raw, what=f"sweep key ({path.name})")

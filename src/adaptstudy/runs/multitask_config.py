@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 from adaptstudy.common.paths import cache_root
 from adaptstudy.data.splits import selection_splits, subsample
 from adaptstudy.data.tasks import load_task, resolve_task, with_selection
-from adaptstudy.models.backbones import check_backbone
+from adaptstudy.models.backbones import check_backbone, check_sequence_length
 from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.base import Precision, RunConfig, validate
 
@@ -96,6 +96,7 @@ class MultiTaskConfig(RunConfig):
         if len(set(self.tasks)) != len(self.tasks):
             raise ValueError(f"tasks must be distinct, got {list(self.tasks)}")
         check_backbone(self.backbone)
+        check_sequence_length(self.backbone, self.max_seq_length)
         if self.adapter_size is not None and not method.uses_adapter_size:
             raise ValueError(f"adapter_size={self.adapter_size} does not apply to method {self.method!r}")
         hyper = self.method.startswith("hyperformer")

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.data.tasks import resolve_task
-from adaptstudy.models.backbones import check_backbone
+from adaptstudy.models.backbones import check_backbone, check_sequence_length
 
 
 class DataPrepParams(BaseModel):
@@ -26,6 +26,7 @@ class DataPrepParams(BaseModel):
     def _known_names(self) -> DataPrepParams:
         resolve_task(self.task)
         check_backbone(self.backbone)
+        check_sequence_length(self.backbone, self.max_seq_length)
         return self
 
 

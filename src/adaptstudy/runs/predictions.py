@@ -53,3 +53,13 @@ def stored_predictions(predictions: np.ndarray, examples: Dataset, split: str, r
         "kind": "scores" if regression else "class_ids",
         "values": encode(predictions, regression),
     }
+
+
+def constant_predictions(predictions: np.ndarray, split: str) -> dict[str, Any] | None:
+    """Evidence that a run predicted one value for every example of the split it is scored on (a class id, or one
+    regression score), for its record's `constant_predictions`; None when its predictions vary."""
+    values = np.unique(np.asarray(predictions))
+    if len(predictions) < 2 or len(values) != 1:
+        return None
+    value = values[0].item()
+    return {"value": value, "examples": len(predictions), "split": split}

@@ -13,32 +13,99 @@ import resource
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from adaptstudy.common.files import write_json_atomic
 from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.runs.base import ConfigError
 
-REQUIRED_FIELDS = (
-    "run_id",
-    "status",
-    "task",
-    "method",
-    "backbone",
-    "seed",
-    "config",
-    "metrics",
-    "main_metric",
-    "trainable_params",
-    "total_params",
-    "train_runtime_s",
-    "train_examples_per_s",
-    "peak_rss_mb",
-    "versions",
-    "git_commit",
-    "finished_at",
-)
+
+class Record(BaseModel):
+    """The record every run writes and every reader checks (the report, the sweep planner): the fields the design
+    promises with their types; chapters add their own fields beside them. An ok record holds its scores: one without
+    (a hollow record) is no result, and a sweep trains its cell again."""
+
+    model_config = ConfigDict(extra="allow", strict=False)
+
+    run_id: str = Field(min_length=1)
+    status: Literal["ok", "failed"]
+    task: str
+    method: str
+    backbone: str
+    seed: int
+    config: dict[str, Any]
+    metrics: dict[str, float]
+    main_metric: str | None
+    trainable_params: int | None
+    total_params: int | None
+    train_runtime_s: float | None
+    train_examples_per_s: float | None
+    peak_rss_mb: float | None
+    versions: dict[str, str]
+    git_commit: str | None
+    finished_at: str | None
+
+    @model_validator(mode="after")
+    def _ok_has_results(self) -> Record:
+        if self.status == "ok":
+            empty = [name for name in ("metrics", "main_metric", "trainable_params", "train_runtime_s", "finished_at")
+                     if getattr(self, name) in (None, {})]  # fmt: skip
+            if empty:
+                raise ValueError(f"status ok but no {', '.join(empty)}: a hollow record, not a result")
+        return self
+
+
+REQUIRED_FIELDS = tuple(Record.model_fields)
+
+
+class InvalidRecordsError(ValueError):
+    """Records that are not records (truncated, not an object, missing fields, hollow): one line per file."""
+
+    def __init__(self, problems: dict[Path, str]):
+        self.problems = problems
+        lines = "\n".join(f"  {path}: {problem}" for path, problem in problems.items())
+        super().__init__(
+            f"{len(problems)} invalid record(s); a report leaves out no result, so fix or remove each "
+            f"(`python -m adaptstudy.launch.cli check-records FOLDER` lists them):\n{lines}"
+        )
+
+
+def load_record(path: str | os.PathLike) -> dict[str, Any]:
+    """The record at `path`, checked against `Record`; `InvalidRecordsError` names the file and what is wrong."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise InvalidRecordsError({path: f"cannot be read ({e.strerror})"}) from None
+    except ValueError as e:
+        raise InvalidRecordsError({path: f"not valid JSON, truncated or edited by hand ({e})"}) from None
+    if not isinstance(record, dict):
+        raise InvalidRecordsError({path: f"a JSON {type(record).__name__}, where a record is an object"})
+    try:
+        Record.model_validate(record)
+    except ValidationError as e:
+        problems = [
+            f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg'].removeprefix('Value error, ')}"
+            for err in e.errors()
+        ]
+        raise InvalidRecordsError({path: "; ".join(problems)}) from None
+    if record["run_id"] != path.stem:
+        raise InvalidRecordsError({path: f"run_id {record['run_id']!r} is not its file's name"})
+    return record
+
+
+def record_problem(path: str | os.PathLike) -> str | None:
+    """What is wrong with the record at `path` (None: nothing, or no file there)."""
+    if not Path(path).exists():
+        return None
+    try:
+        load_record(path)
+    except InvalidRecordsError as e:
+        return next(iter(e.problems.values()))
+    return None
 
 
 def versions() -> dict[str, str]:
@@ -114,44 +181,84 @@ def base_record(config) -> dict[str, Any]:
 
 
 def resolve_results_dir(results_dir: str | os.PathLike | None, study: str = "finetune") -> Path:
-    """The given folder, else `results/<study>` in the project."""
-    return Path(results_dir) if results_dir else PROJECT_ROOT / "results" / study
+    """The given folder, else `results/<study>` in the project; a study name that would leave `results/` (`..`,
+    `../x`, an absolute path) is refused."""
+    if results_dir:
+        return Path(results_dir)
+    root = PROJECT_ROOT / "results"
+    folder = root / study
+    if folder.resolve().parent != root.resolve():
+        raise ConfigError(f"study {study!r} is not a folder name under results/ (no '/', '.' or '..')")
+    return folder
+
+
+def check_writable(folder: str | os.PathLike) -> None:
+    """One clear error before any data or model is loaded when records cannot be written under `folder` (its
+    nearest existing ancestor is a file, or is not writable: read-only filesystem, permissions)."""
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"results_dir {folder}: {existing} is a file, so no record can be written there")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"results_dir {folder}: {existing} is not writable, so no record can be written there")
 
 
 def write_record(record: dict[str, Any], results_dir: str | os.PathLike) -> Path:
-    """Write `record` to `results_dir/<run_id>.json` atomically; returns the path."""
+    """Write `record` to `results_dir/<run_id>.json` atomically, after checking it against `Record`; returns the
+    path."""
     folder = Path(results_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    missing = [f for f in REQUIRED_FIELDS if f not in record]
-    if missing:
-        raise ValueError(f"record {record.get('run_id')!r} lacks {missing}")
+    try:
+        Record.model_validate(record)
+    except ValidationError as e:
+        raise ValueError(f"record {record.get('run_id')!r} is not a valid record: {e}") from None
     return write_json_atomic(record, folder / f"{record['run_id']}.json")
+
+
+def record_paths(results_dir: str | os.PathLike) -> list[Path]:
+    """Every record file under `results_dir` (recursively); hidden folders (a sweep's `.checkpoints/`, `.locks/`)
+    and temporary files hold none."""
+    root = Path(results_dir)
+    return [
+        path
+        for path in sorted(root.rglob("*.json"))
+        if not any(part.startswith(".") for part in path.relative_to(root).parts)
+    ]
 
 
 def read_records(results_dir: str | os.PathLike, status: str | None = "ok") -> list[dict[str, Any]]:
     """Every record under `results_dir` (recursively), optionally only those with `status`.
 
-    Hidden folders (a sweep's `.checkpoints/`) and temporary files are not records.
-    """
-    root = Path(results_dir)
-    records = []
-    for path in sorted(root.rglob("*.json")):
-        if any(part.startswith(".") for part in path.relative_to(root).parts):
+    Raises `InvalidRecordsError` naming every file that is not a valid record: a report must not drop a result."""
+    records, problems = [], {}
+    for path in record_paths(results_dir):
+        try:
+            record = load_record(path)
+        except InvalidRecordsError as e:
+            problems.update(e.problems)
             continue
-        with open(path) as f:
-            record = json.load(f)
-        if status is None or record.get("status") == status:
+        if status is None or record["status"] == status:
             records.append(record)
+    if problems:
+        raise InvalidRecordsError(problems)
     return records
 
 
+def invalid_records(results_dir: str | os.PathLike) -> dict[Path, str]:
+    """Every invalid record file under `results_dir`, with what is wrong with it."""
+    return {path: problem for path in record_paths(results_dir) if (problem := record_problem(path))}
+
+
 def read_ok_record(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The record at `path` if it is readable and finished with status ok, else None (absent, partial or failed)."""
+    """The record at `path` if it is a valid record that finished with status ok, else None (absent, invalid,
+    hollow or failed: the run is to be trained)."""
     try:
-        record = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
+        record = load_record(path)
+    except InvalidRecordsError:
         return None
-    return record if record.get("status") == "ok" else None
+    return record if record["status"] == "ok" else None
 
 
 def records_frame(results_dir: str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:

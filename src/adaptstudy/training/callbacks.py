@@ -25,6 +25,49 @@ class StopOnNonFiniteLoss(TrainerCallback):
             raise NonFiniteLossError(f"training loss is {loss} at step {state.global_step}")
 
 
+DIVERGENCE_FACTOR = 10.0  # a step's loss this many times the first step's ...
+DIVERGENCE_STEPS = 2  # ... this many steps in a row: the run diverged
+DIVERGENCE_RULE = f"training loss above {DIVERGENCE_FACTOR:g}x the first step's for {DIVERGENCE_STEPS} steps in a row"
+
+
+class StopOnDivergence(TrainerCallback):
+    """The one declared rule for a diverged run (`DIVERGENCE_RULE`): it is said in one line as it happens, and the run
+    stops there to save the CPU; `evidence` (step, loss, first loss, rule) goes into its record as `diverged`, whose
+    score is the score at the stop. A fresh head starts near ln(classes) (0.69 on two), and no committed run's epoch
+    loss came near 10x that (`tests/test_faults.py`); learning rate 1e3 gives 1e4-1e5.
+
+    Each step's loss is read where the Trainer computes it (`training_step`, wrapped on this instance); the first
+    step's loss is kept in checkpoints (`first`), so a resumed run keeps its reference."""
+
+    def __init__(self, trainer, first: float | None = None, name: str = "run"):
+        self.first, self.name, self.step_loss, self.above, self.evidence = first, name, None, 0, None
+        inner = trainer.training_step
+
+        def training_step(*args, **kwargs):
+            loss = inner(*args, **kwargs)
+            self.step_loss = float(loss.detach().float())
+            return loss
+
+        trainer.training_step = training_step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        loss, self.step_loss = self.step_loss, None
+        if loss is None or not math.isfinite(loss) or self.evidence is not None:
+            return
+        if self.first is None:
+            self.first = loss
+            return
+        self.above = self.above + 1 if loss > DIVERGENCE_FACTOR * self.first else 0
+        if self.above >= DIVERGENCE_STEPS:
+            self.evidence = {"step": state.global_step, "loss": loss, "first_loss": self.first, "rule": DIVERGENCE_RULE}
+            print(
+                f"WARNING {self.name} diverged: training loss {loss:.4g} at step {state.global_step}, "
+                f"{loss / self.first:.3g}x the first step's {self.first:.4g}; it stops here, scored as it stands",
+                flush=True,
+            )
+            control.should_training_stop = True
+
+
 class TimedCheckpoints(TrainerCallback):
     """Save a checkpoint every `every_s` seconds of training (0: every step), and only then.
 

@@ -22,12 +22,13 @@ from typing import Any
 import torch
 from transformers import Trainer, TrainingArguments
 
-from adaptstudy.common.files import is_complete, read_marker, remove_folder
+from adaptstudy.common.files import read_marker
 from adaptstudy.models.fast_dropout import use_fast_dropout
 from adaptstudy.runs.base import RunConfig, validate
 from adaptstudy.runs.records import base_record, peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
-from adaptstudy.training.callbacks import NonFiniteLossError, StopOnNonFiniteLoss, TimedCheckpoints
-from adaptstudy.training.device import machine_description, resolve_precision, training_arguments
+from adaptstudy.training.callbacks import NonFiniteLossError, StopOnDivergence, StopOnNonFiniteLoss, TimedCheckpoints
+from adaptstudy.training.checkpoints import resumable_checkpoint
+from adaptstudy.training.device import machine_description, machine_kind, resolve_precision, training_arguments
 
 
 def pad_to_multiple_of() -> int | None:
@@ -39,7 +40,9 @@ def pad_to_multiple_of() -> int | None:
 
 LOSS_SUM = "loss_sum"  # in a checkpoint's marker: the training losses summed over its steps
 SECONDS = "seconds"  # in a checkpoint's marker: the seconds `trainer.train()` ran up to it, over every session
+SINCE_LOG = "since_log"  # in a checkpoint's marker: [the loss summed since the last log, the step of that log]
 SESSIONS = "sessions"  # in a checkpoint's marker: each session's precision and CPU kernels up to it (`here`)
+FIRST_LOSS = "first_loss"  # in a checkpoint's marker: the first step's loss, the divergence rule's reference
 
 
 @dataclass
@@ -61,20 +64,6 @@ def start(config: RunConfig | Mapping[str, Any], kind: type[RunConfig]) -> Run:
     return Run(config, base_record(config), reset_peak_rss())
 
 
-def last_complete_checkpoint(folder: Path) -> str | None:
-    """The newest checkpoint under `folder` that was written whole; incomplete ones are removed."""
-    complete = None
-    checkpoints = (
-        sorted(folder.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1])) if folder.is_dir() else []
-    )
-    for checkpoint in checkpoints:
-        if is_complete(checkpoint):
-            complete = checkpoint
-        else:
-            remove_folder(checkpoint)
-    return str(complete) if complete else None
-
-
 class Session:
     """One Trainer run: in `checkpoint_dir` (checkpoints every `checkpoint_every_s` seconds, resumed from the last
     complete one), or in a temporary folder that goes when the session ends."""
@@ -83,12 +72,16 @@ class Session:
         self.config, self.checkpointing = config, checkpoint_dir is not None
         self._scratch = None if self.checkpointing else tempfile.TemporaryDirectory(prefix="adaptstudy-")
         self.output_dir = Path(checkpoint_dir) if self.checkpointing else Path(self._scratch.name)
-        self.resume = last_complete_checkpoint(self.output_dir) if self.checkpointing else None
+        self.resume, self.set_aside = (
+            resumable_checkpoint(self.output_dir, config.run_id) if self.checkpointing else (None, [])
+        )
         self.marker = read_marker(self.resume) if self.resume else {}  # what the resumed checkpoint kept
         self.seconds = 0.0  # this session's
         self.seconds_before = 0.0  # the sessions' before the resume; None where the checkpoint predates the ledger
         self._steps = 0
-        self.sessions = [here(config)]  # the machine of every session that trained the run, this one last
+        self.precision = self._precision()
+        self.sessions = [here(self.precision)]  # the machine of every session that trained the run, this one last
+        self.diverged: dict[str, Any] | None = None  # the divergence rule's evidence, where the run tripped it
 
     def __enter__(self) -> Session:
         return self
@@ -96,6 +89,16 @@ class Session:
     def __exit__(self, *exc) -> None:
         if self._scratch is not None:
             self._scratch.cleanup()
+
+    def _precision(self) -> str:
+        """The precision this session trains in: the run's setting on this machine, except that a run resumed on the
+        kind of machine its checkpoint was saved on continues in the checkpoint's precision (on another kind it may
+        change, and the record says so: `precision_used`)."""
+        resolved = resolve_precision(self.config.precision)
+        last = (self.marker.get(SESSIONS) or [{}])[-1]
+        if last.get("machine") == machine_kind() and last.get("precision"):
+            return last["precision"]
+        return resolved
 
     @property
     def resumed_step(self) -> int | None:
@@ -137,7 +140,7 @@ class Session:
             report_to=[],
             dataloader_num_workers=0,
         )
-        return training_arguments(c.precision, **{**common, **overrides})
+        return training_arguments(self.precision, **{**common, **overrides})
 
     def train(self, trainer: Trainer, keep: Callable[[], dict] = dict):
         """`trainer.train()`, resumed where a checkpoint says; the training loss must be finite. On a CPU the
@@ -150,23 +153,30 @@ class Session:
         trainer.add_callback(StopOnNonFiniteLoss())
         use_fast_dropout(trainer.model)
         marker = self.marker if self.resume else {LOSS_SUM: 0.0, SECONDS: 0.0}
+        guard = StopOnDivergence(trainer, marker.get(FIRST_LOSS), self.config.run_id)
+        trainer.add_callback(guard)
         before = _known(marker.get(LOSS_SUM))
+        pending = marker.get(SINCE_LOG) if self.resume and before is not None else None
+        if pending is not None:  # the steps since the last log before the resume join the next log: not counted twice
+            before -= pending[0]
         self.seconds_before = _known(marker.get(SECONDS))
-        self.sessions = [*marker.get(SESSIONS, []), here(self.config)]
+        self.sessions = [*marker.get(SESSIONS, []), here(self.precision)]
         if before is None:
             warnings.warn(f"{self.resume} predates loss sums: train_loss leaves out the steps before it", stacklevel=2)
         if self.seconds_before is None:
             warnings.warn(f"{self.resume} predates its time ledger: the record's seconds start there", stacklevel=2)
         start = time.perf_counter()
         if self.checkpointing:
-            ledger = RunLedger(trainer, before, self.seconds_before, start)
+            ledger = RunLedger(trainer, before, self.seconds_before, start, pending)
             trainer.add_callback(
                 TimedCheckpoints(
-                    self.config.checkpoint_every_s, lambda: {**keep(), **ledger.at_save(), SESSIONS: self.sessions}
+                    self.config.checkpoint_every_s,
+                    lambda: {**keep(), **ledger.at_save(), SESSIONS: self.sessions, FIRST_LOSS: guard.first},
                 )
             )
         output = trainer.train(resume_from_checkpoint=self.resume)
         self.seconds = time.perf_counter() - start
+        self.diverged = guard.evidence
         self._steps = output.global_step
         if not math.isfinite(output.training_loss):
             raise NonFiniteLossError(f"training loss is {output.training_loss}")
@@ -176,10 +186,14 @@ class Session:
         return output
 
 
-def here(config: RunConfig) -> dict[str, str]:
+def here(precision: str) -> dict[str, str]:
     """What a session trains with on this machine: a run resumed on another machine kind (AVX2 after AVX512-BF16)
     trains its later steps in another precision, and its record has to say so."""
-    return {"precision": resolve_precision(config.precision), "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    return {
+        "precision": precision,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "machine": machine_kind(),
+    }
 
 
 def _known(value: float | None) -> float | None:
@@ -189,18 +203,36 @@ def _known(value: float | None) -> float | None:
 
 class RunLedger:
     """The sum of the training losses and the seconds up to each checkpoint (the run's steps before a resume
-    included; NaN where a resume's checkpoint predates the ledger).
+    included; NaN where a resume's checkpoint predates the ledger), and the loss summed since the last log with that
+    log's step (`SINCE_LOG`).
 
     The Trainer keeps the steps' loss in a local tensor until it logs, and saves right after: this wraps the
-    instance's `_maybe_log_save_evaluate` (transformers 4.57) to read it when a save is due."""
+    instance's `_maybe_log_save_evaluate` (transformers 4.57) to read it when a save is due. A resumed Trainer starts
+    that tensor at zero and its next log averages the steps since the resume alone (an epoch's loss after a resume
+    mid-epoch covered only its end): with `pending` (a checkpoint's `SINCE_LOG`), the first step after the resume
+    adds the kept sum to it and dates the last log back, so the log covers the steps an uninterrupted run's would."""
 
-    def __init__(self, trainer: Trainer, loss_before: float | None, seconds_before: float | None, start: float):
+    def __init__(
+        self,
+        trainer: Trainer,
+        loss_before: float | None,
+        seconds_before: float | None,
+        start: float,
+        pending: list | None = None,
+    ):
         self.loss_before = math.nan if loss_before is None else loss_before
         self.seconds_before = math.nan if seconds_before is None else seconds_before
-        self.start, self.sum, self.seconds = start, math.nan, math.nan
+        self.start, self.sum, self.seconds, self.trainer = start, math.nan, math.nan, trainer
+        self.tr_loss = None
         inner = trainer._maybe_log_save_evaluate
 
         def log_save_evaluate(tr_loss, *args, **kwargs):
+            nonlocal pending
+            if pending is not None:
+                tr_loss += pending[0]  # in place: the Trainer's own running sum
+                trainer._globalstep_last_logged = pending[1]
+                pending = None
+            self.tr_loss = tr_loss  # zeroed in place when the Trainer logs
             if trainer.control.should_save:
                 self.sum = self.loss_before + trainer._total_loss_scalar + tr_loss.item()
                 self.seconds = self.seconds_before + time.perf_counter() - self.start
@@ -208,8 +240,10 @@ class RunLedger:
 
         trainer._maybe_log_save_evaluate = log_save_evaluate
 
-    def at_save(self) -> dict[str, float]:
-        return {LOSS_SUM: self.sum, SECONDS: self.seconds}
+    def at_save(self) -> dict[str, Any]:
+        """What a checkpoint's marker keeps, read as it is saved (after the step's log, if it logged)."""
+        since = [self.tr_loss.item(), self.trainer._globalstep_last_logged] if self.tr_loss is not None else None
+        return {LOSS_SUM: self.sum, SECONDS: self.seconds, SINCE_LOG: since}
 
 
 def finish(run: Run, session: Session, write: bool = True, **fields: Any) -> dict[str, Any]:
@@ -226,6 +260,8 @@ def finish(run: Run, session: Session, write: bool = True, **fields: Any) -> dic
         torch_threads=torch.get_num_threads(),
         machine=machine_description(),
         resumed_from_step=session.resumed_step,
+        diverged=session.diverged,
+        restarted=session.set_aside or None,
         train_runtime_covers="whole run"
         if session.seconds_before is not None
         else f"after step {session.resumed_step}",

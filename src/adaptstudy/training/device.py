@@ -6,21 +6,33 @@ AVX512-BF16/AMX where a bf16 matmul measures faster than fp32 (`cpu_bf16_speedup
 machines; an Intel Xeon virtual machine with the flag ran it at 0.55×); fp16 autocast with dynamic loss
 scaling (the Trainer's GradScaler) on a CUDA GPU without it (T4, V100), whose range needs the scaling; fp32 on
 other CPUs, which would only emulate bf16. torch reports bf16 on a T4 as "supported" by emulation, so native
-support is asked for. Weights, optimizer state and the loss stay in fp32 under autocast. The record keeps which
+support is asked for.
+
+The CPU's speedup is measured once per kind of machine (`machine_kind`) and kept in the cache with its figure
+(`cpu_bf16_speedup`), not timed again in each process: a 0.1-second stopwatch under a neighbour's load picked fp32 in
+one process and bf16 in the next, so one configuration trained in two precisions. Flags alone cannot decide (an Intel
+Xeon VM with AVX512-BF16 ran bf16 at 0.55x fp32), and a table of machine kinds would not know the next one.
+
+Weights, optimizer state and the loss stay in fp32 under autocast. The record keeps which
 precision was used. fp16 is refused on the CPU before any work starts.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import os
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, get_args
 
 import torch
 from transformers import TrainingArguments
 
+from adaptstudy.common.files import run_lock, write_json_atomic
+from adaptstudy.common.paths import cache_root
 from adaptstudy.runs.base import ConfigError, Precision
 from adaptstudy.runs.records import git_commit, versions
 
@@ -99,12 +111,38 @@ def native_bf16() -> bool:
     return bool(NATIVE_BF16_CPU_FLAGS & cpu_flags())
 
 
+def machine_kind() -> str:
+    """What a kept bf16 measurement holds for: the processor, its native bf16 flags, torch's CPU kernels, the cores."""
+    flags = ",".join(sorted(NATIVE_BF16_CPU_FLAGS & cpu_flags())) or "no native bf16"
+    return f"{cpu_name()} | {flags} | {torch.backends.cpu.get_cpu_capability()} | {os.cpu_count()} cores"
+
+
 @functools.cache
-def cpu_bf16_speedup(rounds: int = 5, calls: int = 4) -> float:
+def cpu_bf16_speedup() -> float:
+    """`measure_bf16_speedup` on this kind of machine, measured once (under a lock: concurrent processes wait for the
+    first) and kept in the cache's `machines/` folder with its figure and date, so every process here agrees."""
+    kind = machine_kind()
+    folder = cache_root() / "machines"
+    path = folder / f"{hashlib.sha256(kind.encode()).hexdigest()[:16]}.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    with run_lock(folder, path.stem):
+        try:
+            kept = json.loads(path.read_text())
+            if kept["kind"] == kind:
+                return float(kept["bf16_speedup"])
+        except (OSError, ValueError, KeyError):
+            pass
+        speedup = measure_bf16_speedup()
+        measured = {"kind": kind, "bf16_speedup": speedup, "measured_at": datetime.now(timezone.utc).isoformat()}
+        write_json_atomic({**measured, "torch": torch.__version__}, path)
+        return speedup
+
+
+def measure_bf16_speedup(rounds: int = 20, calls: int = 4) -> float:
     """How much faster one linear layer of a training step's shape (512 tokens, 384 to 1,536) runs under bf16
-    autocast than in fp32 on this CPU, at this process's threads: the best time of each over interleaved rounds
-    (about 0.1 s in all), so a neighbour's load slows both alike. The flags say the CPU has bf16 instructions, not
-    that torch's kernels run faster with them here; measured once per process."""
+    autocast than in fp32 on one core of this CPU: the best time of each over interleaved rounds (about 0.4 s in
+    all), so a neighbour's load slows both alike. The flags say the CPU has bf16 instructions, not that torch's
+    kernels run faster with them here."""
     x, w = torch.randn(512, 384), torch.randn(1536, 384)
 
     def best(bf16: bool) -> float:
@@ -115,10 +153,15 @@ def cpu_bf16_speedup(rounds: int = 5, calls: int = 4) -> float:
                 torch.nn.functional.linear(x, w)
             return time.perf_counter() - start
 
-    times = {False: float("inf"), True: float("inf")}
-    for _ in range(rounds):  # interleaved: a burst of load during one side's rounds would bias the ratio
-        for bf16 in times:
-            times[bf16] = min(times[bf16], best(bf16))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a property of the machine, not of how many threads this process runs
+    try:
+        times = {False: float("inf"), True: float("inf")}
+        for _ in range(rounds):  # interleaved: a burst of load during one side's rounds would bias the ratio
+            for bf16 in times:
+                times[bf16] = min(times[bf16], best(bf16))
+    finally:
+        torch.set_num_threads(threads)
     return times[False] / times[True]
 
 

@@ -25,7 +25,7 @@ from adaptstudy.models.backbones import load_tokenizer
 from adaptstudy.models.methods import adapters_removed, count_parameters
 from adaptstudy.models.methods.fusion import mean_attention
 from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.predictions import stored_predictions
+from adaptstudy.runs.predictions import constant_predictions, stored_predictions
 from adaptstudy.training import core
 from adaptstudy.training.callbacks import EpochTimer, FusionRegularization
 from adaptstudy.training.fusion import save_source_adapter
@@ -192,6 +192,13 @@ def finetune(
                 history.append({"epoch": round(epochs_run, 4), **scores})
         predictions = np.empty_like(scorer.last)  # the final evaluation's, before any ablation evaluates again
         predictions[order] = scorer.last  # row i of eval_set is row order[i] of the split
+        constant = constant_predictions(predictions, spec.eval_split)
+        if constant is not None:
+            print(
+                f"WARNING {config.run_id}: every prediction on {spec.eval_split} is {constant['value']} "
+                f"({constant['examples']} examples): a constant, whatever it scores",
+                flush=True,
+            )
         selection = selection_scores(trainer, encoded, spec)
         ablation = layer_ablation(trainer, spec) if config.layer_ablation else None
         sources = list(config.fusion_sources) if fusing else None
@@ -228,6 +235,7 @@ def finetune(
         train_examples_per_s=len(train_set) * epochs / train_time,
         train_tokens_per_s=tokens * epochs / train_time,
         **extra,
+        constant_predictions=constant,
         predictions=stored_predictions(predictions, splits[spec.eval_split], spec.eval_split, spec.is_regression),
         history=history,
     )

@@ -28,7 +28,7 @@ from adaptstudy.runs.base import RunConfig
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, source_folder
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
-from adaptstudy.runs.records import read_ok_record, resolve_results_dir, write_record
+from adaptstudy.runs.records import check_writable, read_ok_record, resolve_results_dir, write_record
 from adaptstudy.training.device import resolve_precision
 from adaptstudy.training.finetune import finetune
 from adaptstudy.training.multitask import train_multitask
@@ -193,6 +193,7 @@ RUNNERS: dict[type[RunConfig], Callable[..., dict[str, Any]]] = {
 def run(config: RunConfig, checkpoint_dir: str | os.PathLike | None = None, write: bool = True) -> dict[str, Any]:
     """Train `config` (its prerequisites first) and return its record; see `finetune`, `pretrain`, `train_multitask`."""
     resolve_precision(config.precision)  # a precision this machine cannot run fails before any prerequisite trains
+    check_writable(resolve_results_dir(config.results_dir, config.STUDY))  # before training, not after it
     ensure(config, Path(checkpoint_dir).parent if checkpoint_dir else None)
     if isinstance(config, FinetuneConfig) and config.keep_adapter:
         return finetune(config, write=write, checkpoint_dir=checkpoint_dir, save_adapter_to=source_folder(config))

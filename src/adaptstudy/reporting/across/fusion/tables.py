@@ -23,10 +23,11 @@ from adaptstudy.reporting.baselines import (
     selection_baseline,
     selection_failures,
 )
-from adaptstudy.reporting.claims import Verdict, arm, verdict_of, verdict_table
+from adaptstudy.reporting.claims import Verdict, arm, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, mean_sd, scale_note
 from adaptstudy.reporting.evidence import Unit, contrast
 from adaptstudy.reporting.published import FUSION_COLUMNS, FUSION_NOT_OFFLINE, PFEIFFER_2021, published_frame
+from adaptstudy.reporting.verdict_tables import verdict_table
 
 FUSION_TARGETS = ("rte", "mrpc", "sst2", "imdb", "cb")
 FUSION_LABEL = {

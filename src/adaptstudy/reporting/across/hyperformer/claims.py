@@ -20,10 +20,11 @@ from adaptstudy.reporting.across.hyperformer.tables import (
     task_runs,
 )
 from adaptstudy.reporting.baselines import selection_failures, validation_learned
-from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of, verdict_table
+from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, reported
 from adaptstudy.reporting.evidence import Unit, contrast
 from adaptstudy.reporting.published import HYPER_FEW_SHOT
+from adaptstudy.reporting.verdict_tables import verdict_table
 
 DECLARED = declare_chapter(declaration_path(__file__), "hyperformer")
 BEATS_ST_ADAPTERS = DECLARED["beats-st-adapters"]

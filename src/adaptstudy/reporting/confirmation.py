@@ -1,0 +1,53 @@
+"""What each chapter says of its confirmatory runs: which of its claims the frozen allocation took, by which rule,
+at what estimated cost, and how many of the fresh runs have landed and what they paid so far."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.runs.grid import grid_configs
+from adaptstudy.runs.records import paid_seconds, records_frame
+
+PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm"
+RULE = (
+    "each exploratory claim costs the fresh seeds of the cells it rests on (5 where a run took under 2 minutes, else "
+    "3) at the median seconds their committed runs paid, prerequisites once; the cheapest claim is taken first, within "
+    "10 CPU-hours (`src/adaptstudy/reporting/allocation.py`, written before any of them ran)"
+)
+
+
+def confirmation_note(chapter: str, root: str | Path, plan: Path = PLAN) -> str:
+    """One paragraph for `chapter` (a claim key's prefix: houlsby, peft, dsp, fusion, hyperformer): the rule, the
+    claims taken and left out with their estimated CPU-hours, and the fresh runs committed so far with their cost."""
+    allocation = pd.read_csv(plan / "allocation.csv")
+    mine = allocation[allocation["claim"].str.startswith(f"{chapter}.")]
+    if mine.empty:
+        return ""
+    taken, left = mine[mine["taken"] == "yes"], mine[mine["taken"] != "yes"]
+    parts = [f"**Confirmatory runs** (fresh reported seeds, issue 63). The rule: {RULE}."]
+    if not taken.empty:
+        parts.append(
+            f"It took {len(taken)} of this chapter's claims ({', '.join(taken['claim'])}), estimated at "
+            f"{taken['CPU-hours'].sum():.1f} CPU-hours."
+        )
+    if not left.empty:
+        reasons = "; ".join(f"{w}: {', '.join(g['claim'])}" for w, g in left.groupby("why", sort=False))
+        parts.append(f"Left out: {reasons}.")
+    sweep = plan / f"{STUDY_OF.get(chapter, chapter)}_confirm.yaml"
+    if not taken.empty and sweep.is_file():
+        grid, _, configs = grid_configs(sweep, Path(root) / "unused")
+        runs = records_frame(Path(root) / grid.study)
+        fresh = runs[runs["run_id"].isin({c.run_id for c in configs})] if not runs.empty else runs
+        hours = (paid_seconds(fresh, "train_runtime_s") + paid_seconds(fresh, "eval_runtime_s")).sum() / 3600
+        shown = sweep.relative_to(PROJECT_ROOT) if sweep.is_relative_to(PROJECT_ROOT) else sweep
+        parts.append(
+            f"Landed so far: {len(fresh)} of the {len(configs)} fresh runs of `{shown}` "
+            f"({len(configs) - len(fresh)} still to run), {hours:.1f} CPU-hours paid (training and evaluation)."
+        )
+    return " ".join(parts)
+
+
+STUDY_OF = {"peft": "peft_imdb"}  # a chapter whose study folder has another name

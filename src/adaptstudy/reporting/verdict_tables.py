@@ -1,0 +1,123 @@
+"""Verdicts as the book shows them: a chapter's verdict table, the per-unit detail, the amendments with the verdict
+before and after each, and the protocol paragraph every chapter prints above them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from adaptstudy.reporting.claims import Verdict
+from adaptstudy.reporting.evidence import VERDICTS
+
+VERDICT_COLUMNS = [
+    "claim",
+    "verdict",
+    "ours: effect [95% CI]",
+    "rule",
+    "rests on",
+    "why",
+    "seeds",
+    "where",
+    "paper reports",
+]
+
+
+def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
+    """A chapter's verdicts: the claim, the paper's figure, our effect with its interval (one line per comparison),
+    the fewest reported seeds behind it, the rule, the verdict (one of four) and the reason where not testable."""
+    rows = []
+    for v in verdicts:
+        assert v.verdict in VERDICTS, v.verdict
+        rows.append(
+            {
+                "claim": v.claim.sentence,
+                "where": v.claim.where,
+                "paper reports": v.claim.published,
+                "ours: effect [95% CI]": v.effects(),
+                "seeds": min((j.seeds for j in v.judgements), default=0),
+                "rule": f"{v.claim.effect}: {v.claim.rule}",
+                "verdict": v.verdict,
+                "why": "; ".join(filter(None, [v.reasons(), v.detail])) or "–",
+                "rests on": v.rests_on(),
+            }
+        )
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def detail_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
+    """Per claim, comparison and unit (task or setting): the effect with its interval, reported seeds and verdict,
+    so a reader sees which tasks a claim-wide verdict rests on (or which made it not testable)."""
+    rows = [
+        {
+            "claim": v.claim.sentence,
+            "comparison": name or "–",
+            "unit": unit,
+            "effect [95% CI]": j.interval(),
+            "seeds": j.seeds,
+            "verdict": j.verdict,
+            "why": j.why or "–",
+        }
+        for v in verdicts
+        for name, judged in zip(v.names, v.judgements)
+        for unit, j in (judged.units or [("all", judged)])
+    ]
+    return pd.DataFrame(rows, columns=["claim", "comparison", "unit", "effect [95% CI]", "seeds", "verdict", "why"])
+
+
+def amendments(verdicts: list[Verdict]) -> pd.DataFrame:
+    """Every amendment, once for the claims it changed together: when, why, how many of their chapter's records
+    existed then, what it changed (as it was), and each claim's verdict before → after it, on today's records."""
+    groups: dict[tuple, dict] = {}
+    for v in verdicts:
+        history = v.history()
+        for i, entry in enumerate(v.claim.declared.ledger):
+            if entry.event != "amended":
+                continue
+            was = ", ".join(f"{k}: {_short(x)}" for k, x in entry.was.items())
+            group = groups.setdefault(
+                (entry.date, entry.reason, was),
+                {"date": f"{entry.date:%Y-%m-%d %H:%M}", "reason": entry.reason, "was": was, "records then": set()},
+            )
+            group["records then"].add(entry.records)
+            group.setdefault("claims", []).append(f"{v.claim.key}: {history[i - 1][1]} → {history[i][1]}")
+    rows = [
+        {
+            **g,
+            "records then": ", ".join(str(n) for n in sorted(g["records then"], key=str)),
+            "claims": "; ".join(g["claims"]),
+        }
+        for _, g in sorted(groups.items(), key=lambda kv: kv[0][0])
+    ]
+    return pd.DataFrame(rows, columns=["date", "reason", "was", "records then", "claims"])
+
+
+def _short(value) -> str:
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+PROTOCOL = (
+    "**How a verdict is reached.** Each claim is declared as data (the chapter's `claims.yaml`) before the runs that "
+    "judge it: the paper's sentence, the effect, the arms, the units, the rule; a later change is a dated amendment, "
+    "and the scorecard shows the verdict under each design. The effect is a mean over units of one arm minus another; "
+    "its 95% interval a Welch t-interval over the reported seeds, widened by a paired bootstrap over evaluation "
+    "examples where the effect is a metric and every run stored its predictions. *holds* / *does not hold*: the "
+    "interval lies on one side of the rule's threshold (for a margin: inside it, or wholly outside); *inconclusive*: "
+    "it straddles it; *not testable*: an arm has fewer than 3 reported seeds, or a declared unit was not run. Runs "
+    "that learned nothing, one regime in every chapter: a unit is set aside only on selection-stage evidence (the "
+    "selection seed's run at its chosen setting learned nothing on the split that chose); a reported run that learned "
+    "nothing counts with its score, and *rests on* names how many each verdict counted. Runs of the seed that chose a "
+    "setting never report."
+)
+TEXT_COLUMNS = ("claim", "paper reports", "ours: effect [95% CI]", "rule", "why", "rests on")
+
+
+def styled(table: pd.DataFrame):
+    """A verdict table for the book: long text wraps in its columns (the book keeps other cells on one line)."""
+    wrap = [c for c in TEXT_COLUMNS if c in table.columns]
+    return (
+        table.style.hide(axis="index")
+        .set_properties(subset=wrap, **{"white-space": "normal", "min-width": "14em", "max-width": "28em"})
+        .set_properties(subset=["verdict"], **{"font-weight": "bold"})
+    )
