@@ -27,6 +27,7 @@ from adaptstudy.runs import records
 from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.predictions import constant_predictions
+from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.runs.records import InvalidRecordsError, read_records, resolve_results_dir
 from adaptstudy.training import runner
 from adaptstudy.training.callbacks import DIVERGENCE_FACTOR, DIVERGENCE_RULE
@@ -98,11 +99,15 @@ def test_a_record_under_another_run_id_is_invalid(tmp_path, fake_record):
         read_records(tmp_path)
 
 
-def test_a_hollow_record_is_never_written(tmp_path, fake_record):
+def test_a_hollow_record_is_never_written_but_a_pretraining_that_held_nothing_out_is(tmp_path, fake_record):
     hollow = fake_record(FinetuneConfig(**TINY), folder=None) | {"metrics": {}}
     with pytest.raises(ValueError, match="hollow record"):
         records.write_record(hollow, tmp_path)
     assert list(tmp_path.iterdir()) == []
+    unscored = fake_record(PretrainConfig(corpus="task:rte"), folder=None) | {"metrics": {}, "main_metric": None}
+    with pytest.raises(ValueError, match="hollow record"):  # without its artifact it is no result either
+        records.write_record(unscored, tmp_path)
+    records.write_record(unscored | {"artifact": "/cache/pretrain/x"}, tmp_path)
 
 
 @pytest.mark.slow

@@ -50,11 +50,15 @@ class Record(BaseModel):
 
     @model_validator(mode="after")
     def _ok_has_results(self) -> Record:
-        if self.status == "ok":
-            empty = [name for name in ("metrics", "main_metric", "trainable_params", "train_runtime_s", "finished_at")
-                     if getattr(self, name) in (None, {})]  # fmt: skip
-            if empty:
-                raise ValueError(f"status ok but no {', '.join(empty)}: a hollow record, not a result")
+        if self.status != "ok":
+            return self
+        scored = ("metrics", "main_metric")
+        if self.main_metric is None and not self.metrics and getattr(self, "artifact", None):
+            scored = ()  # a pretraining with no held-out text to score: its result is its artifact
+        needed = (*scored, "trainable_params", "train_runtime_s", "finished_at")
+        empty = [name for name in needed if getattr(self, name) in (None, {})]
+        if empty:
+            raise ValueError(f"status ok but no {', '.join(empty)}: a hollow record, not a result")
         return self
 
 
