@@ -26,7 +26,8 @@ def test_every_claim_is_taken_in_order_of_cost_or_left_out_with_why(allocated):
     assert sorted(table["claim"]) == sorted(CLAIMS.names())
     taken = table[table["taken"] == "yes"]
     assert taken["cumulative"].is_monotonic_increasing and taken["cumulative"].iloc[-1] <= BUDGET_H
-    assert taken["CPU-hours"].sum() == pytest.approx(taken["cumulative"].iloc[-1], abs=0.02)
+    # each figure is rounded to 0.01 h: the sum of the rounded ones may drift by half of that per claim
+    assert taken["CPU-hours"].sum() == pytest.approx(taken["cumulative"].iloc[-1], abs=0.005 * len(taken) + 1e-9)
     left = table[table["taken"] == "no"]
     assert left["why"].str.len().gt(0).all()
     houlsby = left[left["claim"].str.startswith("houlsby.")]

@@ -103,6 +103,8 @@ def test_a_confirmatory_verdict_rests_on_the_runs_made_after_the_claims_design_a
         if record["seed"] in (4, 5):
             record["finished_at"] = later.isoformat()
             fresh.add(record["run_id"])
+        else:  # the real confirmatory runs (seeds 6 and up) landed after the designs too: here they are old
+            record["finished_at"] = "2026-11-01T00:00:00+00:00"
         (tmp_path / "peft_imdb" / f"{record['run_id']}.json").write_text(json.dumps(record))
     verdicts, seconds = chapter_verdicts(tmp_path)
     confirmed = confirmatory(tmp_path, verdicts, seconds)

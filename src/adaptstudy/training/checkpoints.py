@@ -35,10 +35,15 @@ def last_complete_checkpoint(folder: Path) -> str | None:
     return str(complete) if complete else None
 
 
+NOT_LOADED = {"training_args.bin"}  # pickled settings the Trainer writes for people, never reads back
+
+
 def checkpoint_problem(checkpoint: str | Path) -> str | None:
-    """Why the checkpoint would not load (its first file that fails, and how), or None: each file read as the
-    Trainer reads it (tensors with weights_only, JSON)."""
+    """Why the checkpoint would not load (its first file that fails, and how), or None: each file the Trainer reads
+    back, read as it reads it (tensors with weights_only, JSON)."""
     for path in sorted(Path(checkpoint).iterdir()):
+        if path.name in NOT_LOADED:
+            continue
         try:
             if path.suffix == ".safetensors":
                 with safe_open(str(path), "pt") as f:
