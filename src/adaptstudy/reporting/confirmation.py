@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.reporting.allocation import BUDGET_H, STUDIES
 from adaptstudy.runs.grid import grid_configs
 from adaptstudy.runs.records import paid_seconds, records_frame
 
@@ -15,7 +16,7 @@ PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm"
 RULE = (
     "each exploratory claim costs the fresh seeds of the cells it rests on (5 where a run took under 2 minutes, else "
     "3) at the median seconds their committed runs paid, prerequisites once; the cheapest claim is taken first, within "
-    "10 CPU-hours (`src/adaptstudy/reporting/allocation.py`, written before any of them ran)"
+    f"{BUDGET_H:g} CPU-hours (`src/adaptstudy/reporting/allocation.py`, written before any of them ran)"
 )
 
 
@@ -36,7 +37,7 @@ def confirmation_note(chapter: str, root: str | Path, plan: Path = PLAN) -> str:
     if not left.empty:
         reasons = "; ".join(f"{w}: {', '.join(g['claim'])}" for w, g in left.groupby("why", sort=False))
         parts.append(f"Left out: {reasons}.")
-    sweep = plan / f"{STUDY_OF.get(chapter, chapter)}_confirm.yaml"
+    sweep = plan / f"{STUDIES[chapter]}_confirm.yaml"
     if not taken.empty and sweep.is_file():
         grid, _, configs = grid_configs(sweep, Path(root) / "unused")
         runs = records_frame(Path(root) / grid.study)
@@ -48,6 +49,3 @@ def confirmation_note(chapter: str, root: str | Path, plan: Path = PLAN) -> str:
             f"({len(configs) - len(fresh)} still to run), {hours:.1f} CPU-hours paid (training and evaluation)."
         )
     return " ".join(parts)
-
-
-STUDY_OF = {"peft": "peft_imdb"}  # a chapter whose study folder has another name
