@@ -1,6 +1,8 @@
 """The confirmatory runs' allocation: a rule written before the runs (cheapest decision first, within the budget),
 applied to the committed records, and the frozen plan committed beside the sweep files it generated."""
 
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
 import yaml
@@ -67,8 +69,15 @@ def test_each_chapter_states_its_confirmatory_claims_their_cost_and_what_landed(
         yaml.safe_dump({"study": "peft_imdb", "fixed": cell, "axes": {"seed": [4, 5]}})
     )
     fake_record(FinetuneConfig(**cell, seed=4), folder=tmp_path / "results" / "peft_imdb", train_runtime_s=1800.0)
-    note = confirmation_note("peft", tmp_path / "results", plan)
+    note = confirmation_note("peft", tmp_path / "results", plan=plan)
     assert "It took 1 of this chapter's claims (peft.a), estimated at 0.5 CPU-hours." in note
     assert "Left out: over the budget: peft.b." in note
     assert "Landed so far: 1 of the 2 fresh runs" in note and "(1 still to run), 0.5 CPU-hours paid" in note
-    assert confirmation_note("houlsby", tmp_path / "results", plan) == ""
+    assert confirmation_note("houlsby", tmp_path / "results", plan=plan) == ""
+    assert (
+        "no claim of this chapter has a verdict on fresh seeds alone yet"
+        in confirmation_note("peft", tmp_path / "results", [], plan=plan).lower()
+    )
+    judged = [SimpleNamespace(claim=SimpleNamespace(key=k), verdict="holds") for k in ("peft.a", "dsp.c")]
+    note = confirmation_note("peft", tmp_path / "results", judged, plan=plan)
+    assert note.endswith("On fresh seeds alone (the table below, confirmatory): peft.a: holds.")

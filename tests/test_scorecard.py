@@ -3,6 +3,7 @@ verdict rests on the seed that chose), and for every claim what it rests on and 
 confirmatory, its verdict under each design, the smallest effect it detects and where the paper's figure lies."""
 
 import matplotlib
+import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import CLAIMS
@@ -107,7 +108,7 @@ def test_a_confirmatory_verdict_rests_on_the_runs_made_after_the_claims_design_a
             record["finished_at"] = "2026-11-01T00:00:00+00:00"
         (tmp_path / "peft_imdb" / f"{record['run_id']}.json").write_text(json.dumps(record))
     verdicts, seconds = chapter_verdicts(tmp_path)
-    confirmed = confirmatory(tmp_path, verdicts, seconds)
+    confirmed = confirmatory(tmp_path, verdicts)
     assert {k.split(".")[0] for k in confirmed} == {"peft"} and confirmed
     for key, v in confirmed.items():
         assert v.run_ids <= fresh, key
@@ -116,3 +117,25 @@ def test_a_confirmatory_verdict_rests_on_the_runs_made_after_the_claims_design_a
     on_fresh = card["on fresh seeds alone"]
     assert on_fresh.str.startswith("not testable").sum() == len(confirmed)
     assert (on_fresh == "no fresh seeds yet").sum() == len(card) - len(confirmed)
+
+
+def test_fresh_runs_keep_the_choosing_seed_and_the_reported_runs_after_the_design_alone():
+    from datetime import datetime, timezone
+
+    from adaptstudy.reporting.fresh_seeds import fresh_runs
+
+    runs = pd.DataFrame(
+        {
+            "run_id": ["chose-old", "old", "fresh", "at-design"],
+            "seed": [0, 1, 6, 7],
+            "finished_at": [
+                "2026-11-01T00:00:00+00:00",
+                "2026-11-30T23:59:59+00:00",
+                "2026-12-03T10:00:00Z",
+                "2026-12-01T00:00:00+00:00",
+            ],
+        }
+    )
+    design = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    assert list(fresh_runs(runs, design, chooser=0)["run_id"]) == ["chose-old", "fresh", "at-design"]
+    assert list(fresh_runs(runs, design, chooser=None)["run_id"]) == ["fresh", "at-design"]

@@ -9,6 +9,7 @@ import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.allocation import BUDGET_H, STUDIES
+from adaptstudy.reporting.claims import Verdict
 from adaptstudy.runs.grid import grid_configs
 from adaptstudy.runs.records import paid_seconds, records_frame
 
@@ -20,9 +21,12 @@ RULE = (
 )
 
 
-def confirmation_note(chapter: str, root: str | Path, plan: Path = PLAN) -> str:
+def confirmation_note(
+    chapter: str, root: str | Path, confirmed: list[Verdict] | None = None, *, plan: Path = PLAN
+) -> str:
     """One paragraph for `chapter` (a claim key's prefix: houlsby, peft, dsp, fusion, hyperformer): the rule, the
-    claims taken and left out with their estimated CPU-hours, and the fresh runs committed so far with their cost."""
+    claims taken and left out with their estimated CPU-hours, the fresh runs committed so far with their cost, and
+    with `confirmed` (`fresh_seeds.fresh_verdicts`) which claims have a verdict on fresh seeds alone."""
     allocation = pd.read_csv(plan / "allocation.csv")
     mine = allocation[allocation["claim"].str.startswith(f"{chapter}.")]
     if mine.empty:
@@ -48,4 +52,14 @@ def confirmation_note(chapter: str, root: str | Path, plan: Path = PLAN) -> str:
             f"Landed so far: {len(fresh)} of the {len(configs)} fresh runs of `{shown}` "
             f"({len(configs) - len(fresh)} still to run), {hours:.1f} CPU-hours paid (training and evaluation)."
         )
+    if confirmed is not None:
+        parts.append(_on_fresh_seeds([v for v in confirmed if v.claim.key.startswith(f"{chapter}.")]))
     return " ".join(parts)
+
+
+def _on_fresh_seeds(confirmed: list[Verdict]) -> str:
+    """Which claims have a verdict on fresh seeds alone, and what it is."""
+    if not confirmed:
+        return "No claim of this chapter has a verdict on fresh seeds alone yet."
+    said = "; ".join(f"{v.claim.key}: {v.verdict}" for v in confirmed)
+    return f"On fresh seeds alone (the table below, confirmatory): {said}."

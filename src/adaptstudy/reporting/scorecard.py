@@ -6,7 +6,6 @@ interval, the runs and their CPU-hours, and a forest plot of them all."""
 from __future__ import annotations
 
 import os
-from datetime import datetime
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -20,6 +19,7 @@ from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.dsp import claims as dsp_claims
 from adaptstudy.reporting.dsp import tables as dsp_tables
+from adaptstudy.reporting.fresh_seeds import fresh_verdicts
 from adaptstudy.reporting.houlsby import claims as houlsby_claims
 from adaptstudy.reporting.houlsby import tables as houlsby_tables
 from adaptstudy.reporting.peft import claims as peft_claims
@@ -62,19 +62,13 @@ CHAPTERS = (  # (results folder, label the runs, judge them, the seed that chose
 )
 
 
-def chapter_verdicts(root: str | os.PathLike, since: datetime | None = None) -> tuple[list[Verdict], pd.DataFrame]:
+def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFrame]:
     """Every chapter's verdicts on the committed records under `root` (results/), and the runs they read
-    (run_id, finished_at and seconds), for the costs and for what is exploratory. With `since`, only the reported
-    runs that finished after it count (the seed that chose settings keeps all of its runs, which choose): the
-    verdicts a claim declared at `since` gets from fresh seeds alone."""
+    (run_id, finished_at and seconds), for the costs and for what is exploratory."""
     root = Path(root)
     verdicts, frames = [], []
-    for folder, label, judge_runs, chooser in CHAPTERS:
-        runs = load_runs(root / folder)
-        if since is not None and not runs.empty:
-            fresh = pd.to_datetime(runs["finished_at"], utc=True, format="ISO8601") >= pd.Timestamp(since)
-            runs = runs[fresh | (runs["seed"] == chooser)] if chooser is not None else runs[fresh]
-        runs = label(runs.reset_index(drop=True))
+    for folder, label, judge_runs, _ in CHAPTERS:
+        runs = label(load_runs(root / folder))
         verdicts += judge_runs(runs)
         if not runs.empty:
             frames.append(
@@ -85,17 +79,16 @@ def chapter_verdicts(root: str | os.PathLike, since: datetime | None = None) -> 
     return verdicts, pd.concat(frames)
 
 
-def confirmatory(root: str | os.PathLike, verdicts: list[Verdict], seconds: pd.DataFrame) -> dict[str, Verdict]:
+def confirmatory(root: str | os.PathLike, verdicts: list[Verdict]) -> dict[str, Verdict]:
     """Each claim's verdict on the reported runs made after its design was last set, alone (fresh seeds: a
-    confirmatory verdict), for the claims some such run exists for; the chapters are judged once per distinct date."""
-    finished = pd.to_datetime(seconds.drop_duplicates("run_id")["finished_at"], utc=True, format="ISO8601")
+    confirmatory verdict), for the claims some such run exists for (`confirmation.fresh_verdicts`)."""
     out: dict[str, Verdict] = {}
-    for since in sorted({v.claim.declared.last_change for v in verdicts}):
-        if not (finished >= pd.Timestamp(since)).any():
+    for folder, label, judge_runs, chooser in CHAPTERS:
+        runs = label(load_runs(Path(root) / folder))
+        if runs.empty:
             continue
-        keys = {v.claim.key for v in verdicts if v.claim.declared.last_change == since}
-        fresh, _ = chapter_verdicts(root, since)
-        out |= {v.claim.key: v for v in fresh if v.claim.key in keys and v.run_ids}
+        mine = [v for v in verdicts if v.run_ids & set(runs["run_id"])]
+        out |= {v.claim.key: v for v in fresh_verdicts(runs, mine, judge_runs, chooser)}
     return out
 
 

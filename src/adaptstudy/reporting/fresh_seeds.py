@@ -1,0 +1,36 @@
+"""A claim's confirmatory verdict: judged again on the runs made after its design was last set, alone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+import pandas as pd
+
+from adaptstudy.reporting.claims import Verdict
+
+
+def fresh_runs(runs: pd.DataFrame, since: datetime, chooser: int | None) -> pd.DataFrame:
+    """The reported runs that finished at or after `since`, with every run of the seed that chose settings (never
+    reported: its runs choose, whenever they ran)."""
+    if runs.empty:
+        return runs
+    fresh = pd.to_datetime(runs["finished_at"], utc=True, format="ISO8601") >= pd.Timestamp(since)
+    keep = fresh | (runs["seed"] == chooser) if chooser is not None else fresh
+    return runs[keep].reset_index(drop=True)
+
+
+def fresh_verdicts(
+    runs: pd.DataFrame, verdicts: list[Verdict], judge: Callable[[pd.DataFrame], list[Verdict]], chooser: int | None
+) -> list[Verdict]:
+    """Each of `verdicts`' claims judged again on the runs made after its design was last set (its declaration or
+    last amendment), alone: its confirmatory verdict, for the claims some such run exists for. `runs` are the
+    chapter's labelled runs, `judge` its verdicts function, `chooser` the seed that chose settings."""
+    out = []
+    for since in sorted({v.claim.declared.last_change for v in verdicts}):
+        fresh = fresh_runs(runs, since, chooser)
+        if fresh.empty or (chooser is not None and (fresh["seed"] == chooser).all()):
+            continue
+        keys = {v.claim.key for v in verdicts if v.claim.declared.last_change == since}
+        out += [v for v in judge(fresh) if v.claim.key in keys and v.run_ids]
+    return out
