@@ -1,12 +1,15 @@
 import re
 
+import adapters
 import pytest
 import torch
+from adapters import SeqBnConfig
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from adaptstudy.data import load_task, resolve_task
 from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.methods import METHODS, adapters_removed, count_parameters
+from adaptstudy.models.methods.base import check_adapter_widths
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.training.starting_point import build_model
 
@@ -39,6 +42,25 @@ def test_houlsby_trains_adapters_layer_norms_and_head(size):
     assert counts["total_params"] == counts["backbone_params"] + HEAD + adapters
     if size == 64:
         assert counts["trainable_params"] / counts["total_params"] < 0.05
+
+
+@pytest.mark.parametrize("method", ["houlsby", "pfeiffer", "task_adapters"])
+@pytest.mark.parametrize("size", [13, 1000])
+def test_the_adapters_built_are_as_wide_as_asked(method, size):
+    """`adapters` builds int(hidden // reduction_factor): 384 / 13 used to build 12, 384 / 1000 built 999."""
+    counts = count_parameters(_model(method, adapter_size=size))
+    assert counts["adapter_widths"] == [size]
+    per_layer = 2 if method == "houlsby" else 1
+    assert counts["adapters_reported_params"] == L * per_layer * (H * size + size + size * H + H)
+
+
+def test_an_adapter_built_narrower_than_asked_stops_before_training():
+    model = _model("full")
+    adapters.init(model)
+    model.add_adapter("task", config=SeqBnConfig(reduction_factor=H / 13))  # the old rounding: 12 wide
+    with pytest.raises(ValueError, match="adapter_size 13: the adapters built are 12 wide on hidden size 384"):
+        check_adapter_widths(model, 13)
+    check_adapter_widths(_model("full"), 13)  # no adapters: nothing to check
 
 
 def test_bitfit_trains_biases_and_head():

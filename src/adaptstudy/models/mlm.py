@@ -23,6 +23,7 @@ from transformers import AutoModelForMaskedLM
 from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.fast_dropout import attention_implementation
 from adaptstudy.models.last_layer import masked_query_positions, queries_at, train_last_layer_at_queries
+from adaptstudy.models.methods.base import check_adapter_widths, reduction_factor
 
 MLM_ADAPTER = "mlm"  # the adapter that modes seq_bn and unipelt train
 PRETRAIN_ATTENTION_DROPOUT = 0.0
@@ -101,11 +102,13 @@ def prepare_mode(model: MaskedPositionsMLM, mode: str, adapter_size: int | None 
         adapters.init(model.mlm)
         hidden = model.config.hidden_size
         adapter_config = (
-            SeqBnConfig(reduction_factor=hidden / adapter_size if adapter_size else 16)
+            SeqBnConfig(reduction_factor=reduction_factor(hidden, adapter_size) if adapter_size else 16)
             if mode == "seq_bn"
             else UniPELTConfig()
         )
         model.mlm.add_adapter(MLM_ADAPTER, config=adapter_config)
+        if mode == "seq_bn" and adapter_size:
+            check_adapter_widths(model.mlm, adapter_size)
         model.mlm.train_adapter(MLM_ADAPTER)
     if mode != "unipelt":  # its prefixes add keys to the attention
         model.last_layer_at_masked = train_last_layer_at_queries(model.encoder)

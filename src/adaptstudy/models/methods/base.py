@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from adapters.methods.modeling import Adapter
 from torch import nn
 
 ADAPTER_NAME = "task"
@@ -96,8 +97,31 @@ class Method:
         return model
 
 
-def count_parameters(model: nn.Module) -> dict[str, int]:
-    """Trainable and total parameters (head included), and the backbone's own size."""
+def reduction_factor(hidden: int, width: int) -> float:
+    """The `reduction_factor` that makes `adapters` build a bottleneck `width` wide. It builds `int(hidden // factor)`,
+    so `hidden / width` can lose one to rounding (on hidden 384, widths 13 and 1000 built 12 and 999); there, half a
+    unit more lands the quotient inside [width, width + 1). Exact factors are kept as they are (committed runs)."""
+    exact = hidden / width
+    return exact if int(hidden // exact) == width else hidden / (width + 0.5)
+
+
+def adapter_widths(model: nn.Module) -> list[int]:
+    """The distinct bottleneck widths of the `adapters` package's adapters in `model` (empty: none)."""
+    return sorted({m.down_sample for m in model.modules() if isinstance(m, Adapter)})
+
+
+def check_adapter_widths(model: nn.Module, width: int) -> None:
+    """Stop before training when what was built is not what was asked: every bottleneck `width` wide."""
+    built = adapter_widths(model)
+    if built and built != [width]:
+        raise ValueError(
+            f"adapter_size {width}: the adapters built are {', '.join(map(str, built))} wide on hidden size "
+            f"{model.config.hidden_size}; build them with reduction_factor(hidden, width)"
+        )
+
+
+def count_parameters(model: nn.Module) -> dict[str, int | list[int]]:
+    """Trainable and total parameters (head included), the backbone's own size, and the adapters' built widths."""
     params = dict(model.named_parameters())
     backbone = sum(p.numel() for n, p in params.items() if not is_head(n) and not is_added(n))
     counts = {
@@ -106,6 +130,8 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
         "backbone_params": backbone,
         "head_params": sum(p.numel() for n, p in params.items() if is_head(n)),
     }
+    if widths := adapter_widths(model):
+        counts["adapter_widths"] = widths
     if hasattr(model, "adapter_summary"):
         counts["adapters_reported_params"] = sum(
             row["#param"] for row in model.adapter_summary(as_dict=True) if row["name"] != "Full model"

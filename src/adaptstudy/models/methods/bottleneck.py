@@ -12,7 +12,13 @@ from adapters import DoubleSeqBnConfig, ParBnConfig, SeqBnConfig
 from adapters.methods.modeling import Adapter
 from torch import nn
 
-from adaptstudy.models.methods.base import ADAPTER_NAME, is_adapter, layer_index
+from adaptstudy.models.methods.base import (
+    ADAPTER_NAME,
+    check_adapter_widths,
+    is_adapter,
+    layer_index,
+    reduction_factor,
+)
 
 ADAPTER_VARIANTS = ("layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel")
 
@@ -27,7 +33,7 @@ def add_houlsby(model: nn.Module, config) -> nn.Module:
     adapters.init(model)
     variant = getattr(config, "adapter_variant", None)
     common = dict(
-        reduction_factor=model.config.hidden_size / config.adapter_size,
+        reduction_factor=reduction_factor(model.config.hidden_size, config.adapter_size),
         init_weights="houlsby",
         init_weights_seed=config.seed,
         non_linearity="tanh" if variant == "tanh" else "gelu",
@@ -39,6 +45,7 @@ def add_houlsby(model: nn.Module, config) -> nn.Module:
             ln_before=variant == "layer_norm_inside", output_adapter=variant != "attention_only", **common
         )
     model.add_adapter(ADAPTER_NAME, config=adapter_config)
+    check_adapter_widths(model, config.adapter_size)
     if variant == "two_layer":
         _deepen_bottlenecks(model, config.seed)
     model.train_adapter(ADAPTER_NAME)
@@ -69,9 +76,11 @@ def add_pfeiffer(model: nn.Module, config) -> nn.Module:
     model.add_adapter(
         ADAPTER_NAME,
         config=SeqBnConfig(
-            reduction_factor=model.config.hidden_size / config.adapter_size, init_weights_seed=config.seed
+            reduction_factor=reduction_factor(model.config.hidden_size, config.adapter_size),
+            init_weights_seed=config.seed,
         ),
     )
+    check_adapter_widths(model, config.adapter_size)
     model.train_adapter(ADAPTER_NAME)
     _rescale_adapter_init(model, config)
     return model

@@ -9,7 +9,7 @@ import adapters
 from adapters import SeqBnConfig
 from torch import nn
 
-from adaptstudy.models.methods.base import adapter_name
+from adaptstudy.models.methods.base import adapter_name, check_adapter_widths, reduction_factor
 
 
 def add_task_adapters(model: nn.Module, config) -> nn.Module:
@@ -21,9 +21,11 @@ def add_task_adapters(model: nn.Module, config) -> nn.Module:
         model.add_adapter(
             adapter_name(task),
             config=SeqBnConfig(
-                reduction_factor=model.config.hidden_size / config.adapter_size, init_weights_seed=config.seed
+                reduction_factor=reduction_factor(model.config.hidden_size, config.adapter_size),
+                init_weights_seed=config.seed,
             ),
         )
+    check_adapter_widths(model, config.adapter_size)
     model.select_task = lambda task: model.set_active_adapters(adapter_name(task))
     model.select_task(tasks[0])
     return model
