@@ -32,14 +32,14 @@ import yaml
 
 from adaptstudy.data import load_task, resolve_task
 from adaptstudy.reporting.claims import Verdict
-from adaptstudy.reporting.scorecard import chapter_verdicts, status
+from adaptstudy.reporting.scorecard import CHAPTERS, chapter_verdicts, status
 from adaptstudy.runs.grid import CONFIGS
 from adaptstudy.runs.records import read_records
 from adaptstudy.training.runner import prerequisites
 
 BUDGET_H = 10.0
 SHORT_RUN_S = 120.0  # a run under 2 minutes gets 5 fresh seeds, else 3
-STUDIES = {"peft": "peft_imdb", "dsp": "dsp", "fusion": "fusion", "hyperformer": "hyperformer", "houlsby": "houlsby"}
+STUDIES = {c.name: c.study for c in CHAPTERS}  # chapter -> its results folder
 ELSEWHERE = {"houlsby": "confirmed by the stage 2 of the chapter's new selection (issue 67), not here"}
 WHOLE_SPLIT = {"dsp"}  # chapters whose fresh runs evaluate the whole split, not the capped 500
 PER_RUN = ("seed", "results_dir", "data_dir")

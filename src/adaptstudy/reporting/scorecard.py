@@ -12,27 +12,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from adaptstudy.reporting.across.fusion import tables as fusion
-from adaptstudy.reporting.across.hyperformer import claims as hyperformer_claims
-from adaptstudy.reporting.across.hyperformer import tables as hyperformer_tables
+from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.reporting.dsp import claims as dsp_claims
-from adaptstudy.reporting.dsp import tables as dsp_tables
 from adaptstudy.reporting.fresh_seeds import fresh_verdicts
-from adaptstudy.reporting.houlsby import claims as houlsby_claims
-from adaptstudy.reporting.houlsby import tables as houlsby_tables
-from adaptstudy.reporting.peft import claims as peft_claims
-from adaptstudy.reporting.peft import tables as peft_tables
 from adaptstudy.runs.records import paid_seconds
 
-PAGES = {  # chapter (a claim key's first part) -> the book page that judges it
-    "houlsby": "06_analysis_houlsby",
-    "peft": "06_analysis_peft",
-    "dsp": "06_analysis_dsp",
-    "fusion": "06_analysis_across",
-    "hyperformer": "06_analysis_across",
-}
+CHAPTERS = load_chapters()  # every registered chapter, in the book's order
+PAGES = {c.name: c.page for c in CHAPTERS}  # chapter (a claim key's first part) -> the book page that judges it
 COLUMNS = [
     "claim",
     "verdict",
@@ -53,23 +40,14 @@ UNJUDGED = "no chapter judged it"
 COLOURS = {"holds": "#1b7837", "does not hold": "#c51b7d", "inconclusive": "#8c8c8c", "not testable": "#d9a400"}
 
 
-CHAPTERS = (  # (results folder, label the runs, judge them, the seed that chose settings: never reported)
-    ("houlsby", houlsby_tables.label_runs, houlsby_claims.verdicts, 0),
-    ("peft_imdb", peft_tables.label_runs, peft_claims.verdicts, 0),
-    ("dsp", dsp_tables.label_runs, dsp_claims.verdicts, None),
-    ("fusion", fusion.label_runs, fusion.verdicts, 0),
-    ("hyperformer", hyperformer_tables.label_runs, hyperformer_claims.verdicts, 0),
-)
-
-
 def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFrame]:
     """Every chapter's verdicts on the committed records under `root` (results/), and the runs they read
     (run_id, finished_at and seconds), for the costs and for what is exploratory."""
     root = Path(root)
     verdicts, frames = [], []
-    for folder, label, judge_runs, _ in CHAPTERS:
-        runs = label(load_runs(root / folder))
-        verdicts += judge_runs(runs)
+    for chapter in CHAPTERS:
+        runs = chapter.label_runs(load_runs(root / chapter.study))
+        verdicts += chapter.verdicts(runs)
         if not runs.empty:
             frames.append(
                 runs[["run_id", "finished_at"]].assign(
@@ -83,12 +61,12 @@ def confirmatory(root: str | os.PathLike, verdicts: list[Verdict]) -> dict[str, 
     """Each claim's verdict on the reported runs made after its design was last set, alone (fresh seeds: a
     confirmatory verdict), for the claims some such run exists for (`confirmation.fresh_verdicts`)."""
     out: dict[str, Verdict] = {}
-    for folder, label, judge_runs, chooser in CHAPTERS:
-        runs = label(load_runs(Path(root) / folder))
+    for chapter in CHAPTERS:
+        runs = chapter.label_runs(load_runs(Path(root) / chapter.study))
         if runs.empty:
             continue
         mine = [v for v in verdicts if v.run_ids & set(runs["run_id"])]
-        out |= {v.claim.key: v for v in fresh_verdicts(runs, mine, judge_runs, chooser)}
+        out |= {v.claim.key: v for v in fresh_verdicts(runs, mine, chapter.verdicts, chapter.chooser)}
     return out
 
 

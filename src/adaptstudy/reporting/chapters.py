@@ -1,0 +1,58 @@
+"""The book's chapters, one registration each: a chapter package's `chapter.py` registers a `Chapter` (its claims'
+prefix, its page, its results folder, how to label and judge its runs), and `load_chapters` finds every such module,
+so the scorecard, the confirmatory verdicts and the tests read one list and no module names the chapters."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+import yaml
+
+from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.common.registry import Registry
+from adaptstudy.reporting.claims import Verdict
+
+TOC = PROJECT_ROOT / "book" / "_toc.yml"
+
+
+@dataclass(frozen=True)
+class Chapter:
+    name: str  # its claims' keys start with `name.`: houlsby, peft, dsp, fusion, hyperformer
+    page: str  # the notebook that judges it, which is its page in the book
+    study: str  # its records' folder under results/
+    label_runs: Callable[[pd.DataFrame], pd.DataFrame]
+    verdicts: Callable[[pd.DataFrame], list[Verdict]]
+    chooser: int | None = 0  # the seed that chose settings on the selection split (never reported); None: none
+
+
+CHAPTERS: Registry[Chapter] = Registry("chapter")
+
+
+def register(chapter: Chapter) -> Chapter:
+    CHAPTERS.add(chapter.name, chapter)
+    return chapter
+
+
+def load_chapters() -> list[Chapter]:
+    """Every chapter, in the book's order (`book/_toc.yml`; pages it does not list last): importing each chapter
+    package's `chapter` module registers it."""
+    import adaptstudy.reporting as reporting
+
+    for module in pkgutil.walk_packages(reporting.__path__, f"{reporting.__name__}."):
+        if module.name.rsplit(".", 1)[-1] == "chapter":
+            importlib.import_module(module.name)
+    order = book_pages()
+    chapters = [CHAPTERS.get(name) for name in CHAPTERS.names()]
+    return sorted(chapters, key=lambda c: (order.index(c.page) if c.page in order else len(order), c.name))
+
+
+def book_pages() -> list[str]:
+    """The pages of the book in its order, as `book/_toc.yml` lists them (without `generated/`)."""
+    if not TOC.is_file():
+        return []
+    toc = yaml.safe_load(TOC.read_text())
+    return [entry["file"].rsplit("/", 1)[-1] for entry in toc.get("chapters", [])]

@@ -1,0 +1,10 @@
+"""The dsp chapter's registration: its page, its results folder and how its runs are labelled and judged."""
+
+from adaptstudy.reporting.chapters import Chapter, register
+from adaptstudy.reporting.dsp import claims, tables
+
+CHAPTER = register(
+    Chapter(
+        "dsp", page="06_analysis_dsp", study="dsp", label_runs=tables.label_runs, verdicts=claims.verdicts, chooser=None
+    )
+)
