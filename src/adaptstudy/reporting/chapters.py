@@ -15,6 +15,7 @@ import yaml
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.common.registry import Registry
 from adaptstudy.reporting.claims import Verdict
+from adaptstudy.reporting.fresh_seeds import fresh_verdicts
 
 TOC = PROJECT_ROOT / "book" / "_toc.yml"
 
@@ -27,6 +28,10 @@ class Chapter:
     label_runs: Callable[[pd.DataFrame], pd.DataFrame]
     verdicts: Callable[[pd.DataFrame], list[Verdict]]
     chooser: int | None = 0  # the seed that chose settings on the selection split (never reported); None: none
+
+    def fresh_verdicts(self, runs: pd.DataFrame, verdicts: list[Verdict]) -> list[Verdict]:
+        """`verdicts`' claims judged on the labelled `runs` made after each claim's design alone (confirmatory)."""
+        return fresh_verdicts(runs, verdicts, self.verdicts, self.chooser)
 
 
 CHAPTERS: Registry[Chapter] = Registry("chapter")

@@ -15,7 +15,6 @@ import pandas as pd
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.reporting.fresh_seeds import fresh_verdicts
 from adaptstudy.runs.records import paid_seconds
 
 CHAPTERS = load_chapters()  # every registered chapter, in the book's order
@@ -59,14 +58,14 @@ def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFra
 
 def confirmatory(root: str | os.PathLike, verdicts: list[Verdict]) -> dict[str, Verdict]:
     """Each claim's verdict on the reported runs made after its design was last set, alone (fresh seeds: a
-    confirmatory verdict), for the claims some such run exists for (`confirmation.fresh_verdicts`)."""
+    confirmatory verdict), for the claims some such run exists for (`fresh_seeds.fresh_verdicts`)."""
     out: dict[str, Verdict] = {}
     for chapter in CHAPTERS:
         runs = chapter.label_runs(load_runs(Path(root) / chapter.study))
         if runs.empty:
             continue
         mine = [v for v in verdicts if v.run_ids & set(runs["run_id"])]
-        out |= {v.claim.key: v for v in fresh_verdicts(runs, mine, chapter.verdicts, chapter.chooser)}
+        out |= {v.claim.key: v for v in chapter.fresh_verdicts(runs, mine)}
     return out
 
 
