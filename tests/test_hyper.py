@@ -124,7 +124,7 @@ def test_the_search_knobs_set_the_hypernetworks_init_and_their_own_learning_rate
     plain = MultiTaskConfig(tasks=TASKS, method="hyperformer++", learning_rate=1e-4)
     config = plain.model_copy(update={"hypernetwork_init_std": 1e-2, "hypernetwork_learning_rate": 1e-3})
     assert "hypernetwork_init_std" not in plain.identity() and config.run_id != plain.run_id
-    with pytest.raises(ConfigError, match="hypernetwork_learning_rate applies to the Hyperformer methods only"):
+    with pytest.raises(ConfigError, match="hypernetwork_learning_rate=0.001 does not apply to method 'houlsby'"):
         validate(MultiTaskConfig, {"tasks": TASKS, "method": "houlsby", "hypernetwork_learning_rate": 1e-3})
     model = build_multitask_model(config.resolved())
     generator = model.bert.hypernetworks.generators[0].down.weight

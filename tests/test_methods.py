@@ -8,9 +8,11 @@ from transformers import AutoConfig, AutoModel, AutoTokenizer
 
 from adaptstudy.data import load_task, resolve_task
 from adaptstudy.models.backbones import resolve_backbone
-from adaptstudy.models.methods import METHODS, adapters_removed, count_parameters
-from adaptstudy.models.methods.base import check_adapter_widths
+from adaptstudy.models.methods import METHODS, adapters_removed, count_parameters, is_head
+from adaptstudy.models.methods.base import Method, check_adapter_widths, is_added, layer_index
+from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.training.runner import run
 from adaptstudy.training.starting_point import build_model
 
 H, L, FF = 384, 6, 1536  # all-MiniLM-L6-v2
@@ -133,7 +135,10 @@ def test_layernorm_trains_only_layer_norms_and_head():
     [
         ({"method": "top_k"}, r"method 'top_k' needs top_k_layers between 1 and 6"),
         ({"method": "top_k", "top_k_layers": 7}, r"between 1 and 6 .* got 7"),
-        ({"method": "full", "top_k_layers": 2}, r"top_k_layers=2 applies only to method 'top_k'"),
+        (
+            {"method": "full", "top_k_layers": 2},
+            r"top_k_layers=2 does not apply to method 'full'; methods that take it: top_k",
+        ),
         (
             {"method": "layernorm", "adapter_init_std": 1e-3},
             r"adapter_init_std=0.001 does not apply to method 'layernorm'",
@@ -272,3 +277,36 @@ def test_a_training_step_moves_only_the_trained_weights(method, data_dir):
     assert all(torch.equal(params[n], v) for n, v in frozen.items())
     moved = [n for n, v in trained.items() if not torch.equal(params[n], v)]
     assert any(not re.search(r"(classifier|pooler)\.", n) for n in moved), f"{method}: only the head moved"
+
+
+def test_a_method_registered_from_a_test_alone_trains_through_the_notebooks_code_path(tmp_path, data_dir, monkeypatch):
+    """The whole cost of a new method: one `Method`, registered. This one trains the biases of the top
+    `top_k_layers` layers (a setting it declares, so it takes it and `full` still refuses it) and the head."""
+
+    def top_biases(name, model, config):
+        index = layer_index(name)
+        top = index is not None and index >= model.config.num_hidden_layers - config.top_k_layers
+        return is_head(name) or (top and name.endswith(".bias") and not is_added(name))
+
+    toy = Method("toy", "biases of the top layers + head", trainable=top_biases, settings=frozenset({"top_k_layers"}))
+    monkeypatch.setitem(METHODS._entries, toy.name, toy)
+    config = FinetuneConfig(
+        task="rte",
+        method="toy",
+        top_k_layers=2,
+        num_train_epochs=1,
+        max_train_examples=16,
+        max_eval_examples=16,
+        max_seq_length=32,
+        batch_size=8,
+        data_dir=str(data_dir),
+        results_dir=str(tmp_path),
+    )
+    record = run(config)
+    assert record["status"] == "ok" and record["method"] == "toy" and record["metrics"]
+    per_layer = 4 * H + FF + H + 2 * H  # q, k, v, attention output, intermediate, output, two layer norms
+    assert record["trainable_params"] == 2 * per_layer + HEAD
+    with pytest.raises(
+        ConfigError, match="top_k_layers=2 does not apply to method 'full'; methods that take it: top_k, toy"
+    ):
+        validate(FinetuneConfig, {"method": "full", "top_k_layers": 2})

@@ -15,8 +15,6 @@ from adaptstudy.common.files import MARKER, is_complete, read_marker
 
 KIND = "pretrained"  # the marker's kind for a pretraining artifact
 FULL_MODES = ("head", "full")  # modes whose artifact is a whole model; the others are an adapter
-ADAPTER_FAMILY = {"seq_bn": "pfeiffer", "unipelt": "unipelt"}  # pretrained adapter mode -> the method that continues it
-STACKABLE = ("pfeiffer", "houlsby")  # task adapters that can sit on top of a pretrained one (adapters' Stack)
 
 
 def artifact_meta(folder: str | os.PathLike) -> dict[str, Any]:

@@ -14,13 +14,12 @@ from adaptstudy.common.paths import cache_root
 from adaptstudy.data.splits import subsample
 from adaptstudy.data.tasks import load_task, resolve_task, with_selection
 from adaptstudy.models.backbones import BACKBONES, check_backbone, check_sequence_length, resolve_backbone
-from adaptstudy.models.methods import METHODS
-from adaptstudy.runs.artifacts import ADAPTER_FAMILY, FULL_MODES, STACKABLE, artifact_base
+from adaptstudy.models.methods import METHODS, continuing, methods_that
+from adaptstudy.runs.artifacts import FULL_MODES, artifact_base
 from adaptstudy.runs.base import Precision, RunConfig, validate
+from adaptstudy.runs.method_settings import refuse_foreign_settings
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import Reference, artifact_folder, reference_meta
-
-SOURCE_METHODS = ("pfeiffer", "houlsby")  # bottleneck adapters: what Fuse combines
 
 
 class FinetuneConfig(RunConfig):
@@ -138,38 +137,29 @@ class FinetuneConfig(RunConfig):
         resolve_task(self.task)
         check_backbone(self.backbone)
         check_sequence_length(self.backbone, self.max_seq_length)
-        with_adapters = ", ".join(m for m in METHODS if METHODS.get(m).uses_adapter_size)
-        for setting, value in (
-            ("adapter_size", self.adapter_size),
-            ("adapter_init_std", self.adapter_init_std),
-            ("layer_ablation", self.layer_ablation or None),
-        ):
-            if value is not None and not method.uses_adapter_size:
-                raise ValueError(
-                    f"{setting}={value} does not apply to method {self.method!r}; "
-                    f"methods with adapters: {with_adapters}"
-                )
+        refuse_foreign_settings(self, self.method)
         if self.init_from is not None:
             check_init_from(self.init_from, self.backbone, self.method, self.adapter_use, self.adapter_size)
         elif self.adapter_use is not None:
             raise ValueError(
                 f"adapter_use={self.adapter_use!r} needs init_from (an adapter artifact of 02_dapt / 03_tapt)"
             )
-        if self.adapter_variant is not None and self.method != "houlsby":
-            raise ValueError(
-                f"adapter_variant={self.adapter_variant!r} applies only to method 'houlsby', not {self.method!r}"
-            )
         given = sum(x is not None for x in (self.source_settings, self.fusion_from))
-        if (self.method == "fusion") != (self.fusion_sources is not None) or given != (self.method == "fusion"):
+        if "fusion_sources" in method.settings and (self.fusion_sources is None or given != 1):
             raise ValueError(
-                "method 'fusion' needs fusion_sources and source_settings (or instead fusion_from: a multi-task "
-                "run's adapters), and only it takes them"
+                f"method {self.method!r} needs fusion_sources and source_settings (or instead fusion_from: a "
+                "multi-task run's adapters)"
             )
         if self.fusion_from is not None:
             mt = self.mt_source()
-            if mt.method != "task_adapters" or mt.backbone != self.backbone or self.init_from is not None:
+            if (
+                not METHODS.get(mt.method).per_task_adapters
+                or mt.backbone != self.backbone
+                or self.init_from is not None
+            ):
                 raise ValueError(
-                    f"fusion_from needs a multi-task run of method 'task_adapters' on backbone {self.backbone!r} and "
+                    f"fusion_from needs a multi-task run of a method that keeps an adapter per task "
+                    f"({', '.join(methods_that(lambda m: m.per_task_adapters))}) on backbone {self.backbone!r} and "
                     f"no init_from, got method {mt.method!r} on {mt.backbone!r}"
                 )
             missing = sorted(set(self.fusion_sources) - set(mt.tasks))
@@ -188,13 +178,11 @@ class FinetuneConfig(RunConfig):
                 resolve_task(task)
             for task in self.fusion_sources:
                 source_config(task, self.source_settings)
-        if self.keep_adapter and self.method not in SOURCE_METHODS:
+        if self.keep_adapter and not method.fusion_source:
             raise ValueError(
                 f"keep_adapter keeps a source adapter: source adapters are bottleneck adapters "
-                f"({', '.join(SOURCE_METHODS)}), not method {self.method!r}"
+                f"({', '.join(methods_that(lambda m: m.fusion_source))}), not method {self.method!r}"
             )
-        if self.top_k_layers is not None and not method.uses_top_k:
-            raise ValueError(f"top_k_layers={self.top_k_layers} applies only to method 'top_k', not {self.method!r}")
         if method.uses_top_k:
             layers = num_layers(self.backbone)
             if self.top_k_layers is None or self.top_k_layers > layers:
@@ -293,19 +281,19 @@ def check_init_from(
             f"init_from={str(folder)!r} holds a {meta['mode']} adapter: say adapter_use='continue' (train it on) "
             "or 'stack' (freeze it, train a new task adapter on top)"
         )
-    if adapter_use == "continue" and method != ADAPTER_FAMILY[meta["mode"]]:
+    if adapter_use == "continue" and method != continuing(meta["mode"]):
         raise ValueError(
-            f"a pretrained {meta['mode']} adapter is continued by method {ADAPTER_FAMILY[meta['mode']]!r}, "
-            f"not {method!r}"
+            f"a pretrained {meta['mode']} adapter is continued by method {continuing(meta['mode'])!r}, not {method!r}"
         )
     if adapter_use == "continue" and adapter_size not in (None, meta.get("adapter_size")):
         raise ValueError(
             f"adapter_size={adapter_size}: the pretrained adapter in {str(folder)!r} "
             f"has size {meta.get('adapter_size')}"
         )
-    if adapter_use == "stack" and method not in STACKABLE:
+    stackable = methods_that(lambda m: m.stackable)
+    if adapter_use == "stack" and method not in stackable:
         raise ValueError(
-            f"adapter_use='stack' needs a bottleneck task adapter ({', '.join(STACKABLE)}), not method {method!r}"
+            f"adapter_use='stack' needs a bottleneck task adapter ({', '.join(stackable)}), not method {method!r}"
         )
 
 
@@ -329,9 +317,10 @@ def source_config(task: str, settings: Mapping[str, Any], results_dir: str | Non
         {**shared, **own, "task": task, "keep_adapter": True, **({"results_dir": results_dir} if results_dir else {})},
         what="source setting",
     )
-    if config.method not in SOURCE_METHODS:
+    if not METHODS.get(config.method).fusion_source:
         raise ValueError(
-            f"source adapters are bottleneck adapters ({', '.join(SOURCE_METHODS)}), not method {config.method!r}"
+            f"source adapters are bottleneck adapters ({', '.join(methods_that(lambda m: m.fusion_source))}), not "
+            f"method {config.method!r}"
         )
     return config
 

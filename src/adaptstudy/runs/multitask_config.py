@@ -15,6 +15,7 @@ from adaptstudy.data.tasks import load_task, resolve_task, with_selection
 from adaptstudy.models.backbones import check_backbone, check_sequence_length
 from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.base import Precision, RunConfig, validate
+from adaptstudy.runs.method_settings import refuse_foreign_settings
 
 
 class MultiTaskConfig(RunConfig):
@@ -97,20 +98,12 @@ class MultiTaskConfig(RunConfig):
             raise ValueError(f"tasks must be distinct, got {list(self.tasks)}")
         check_backbone(self.backbone)
         check_sequence_length(self.backbone, self.max_seq_length)
-        if self.adapter_size is not None and not method.uses_adapter_size:
-            raise ValueError(f"adapter_size={self.adapter_size} does not apply to method {self.method!r}")
-        hyper = self.method.startswith("hyperformer")
-        for name in ("conditional_layer_norm", "task_projector"):
-            if not getattr(self, name) and not hyper:
-                raise ValueError(f"{name}=False is a Hyperformer ablation; method {self.method!r} has no {name}")
-        for name in ("hypernetwork_init_std", "hypernetwork_learning_rate"):
-            if getattr(self, name) is not None and not hyper:
-                raise ValueError(f"{name} applies to the Hyperformer methods only; method {self.method!r} has none")
+        refuse_foreign_settings(self, self.method)
         if method.uses_top_k:
-            raise ValueError("method 'top_k' is not offered for multi-task runs")
+            raise ValueError(f"method {self.method!r} is not offered for multi-task runs")
         if self.transfer_from is not None:
             source = self.source()
-            if not hyper or source.method != self.method or source.backbone != self.backbone:
+            if source.method != self.method or source.backbone != self.backbone:
                 raise ValueError(
                     f"transfer_from needs the same Hyperformer method and backbone as the source run "
                     f"({source.method}, {source.backbone}), got {self.method}, {self.backbone}"

@@ -145,7 +145,7 @@ def finetune(
     encoded = tokenize_task(splits, tokenizer, config.max_seq_length)
     order = length_order(encoded[spec.eval_split])  # row i of eval_set is row order[i] of the split
     train_set, eval_set = encoded["train"], encoded[spec.eval_split].select(order.tolist())
-    fusing = config.method == "fusion"
+    fusing = config.fusion_sources is not None  # only a fusion method takes them (Method.settings)
     model = build_model(config, spec)
     counts = count_parameters(model)
 

@@ -226,9 +226,11 @@ def train_multitask(
         )
         history.extend(session.marker.get("history", []))  # the epochs scored before a resume
         output = session.train(trainer, keep=lambda: {"history": history})
-    if config.method == "task_adapters" and save is not False:
+    method = METHODS.get(config.method)
+    transferable = "transfer_from" in method.settings and config.transfer_from is None  # a source of transfers
+    if method.per_task_adapters and save is not False:
         save_task_adapters(model, config)
-    elif save if save is not None else (config.method.startswith("hyperformer") and config.transfer_from is None):
+    elif save if save is not None else transferable:
         save_encoder(model, config)
     best = max(history, key=lambda row: row["validation_mean"])
     eval_time = sum(row["eval_runtime_s"] for row in history)

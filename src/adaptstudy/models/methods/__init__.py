@@ -2,6 +2,17 @@
 
 from adaptstudy.models.methods.base import ADAPTER_NAME, PRETRAINED_ADAPTER, Method, count_parameters, is_head
 from adaptstudy.models.methods.bottleneck import adapters_removed
-from adaptstudy.models.methods.registry import METHODS
+from adaptstudy.models.methods.registry import METHODS, continuing, methods_that, taking
 
-__all__ = ["ADAPTER_NAME", "METHODS", "PRETRAINED_ADAPTER", "Method", "adapters_removed", "count_parameters", "is_head"]
+__all__ = [
+    "ADAPTER_NAME",
+    "METHODS",
+    "PRETRAINED_ADAPTER",
+    "Method",
+    "adapters_removed",
+    "continuing",
+    "count_parameters",
+    "is_head",
+    "methods_that",
+    "taking",
+]

@@ -74,10 +74,22 @@ class Method:
     trainable: Callable[[str, nn.Module, object], bool] = field(repr=False)  # (parameter name, model, config)
     prepare: Callable[[nn.Module, object], nn.Module] = field(default=lambda model, config: model, repr=False)
     default_learning_rate: float = 2e-5
-    uses_adapter_size: bool = False
+    # the run settings that only methods naming them take (a run of any other method refuses them, naming these)
+    settings: frozenset[str] = frozenset()
     default_adapter_size: int | None = None
-    uses_top_k: bool = False
+    continues: str | None = None  # the pretrained adapter (02_dapt's `mode`) this method trains on
+    stackable: bool = False  # sits on a frozen pretrained adapter (adapters' Stack)
+    fusion_source: bool = False  # its trained adapter is one AdapterFusion can combine (a single-task source)
+    per_task_adapters: bool = False  # a multi-task run of it keeps an adapter per task (Fusion w/ MT-A's sources)
     changes_sequence: bool = False  # adds positions to the input or to attention's keys (soft prompts, prefixes)
+
+    @property
+    def uses_adapter_size(self) -> bool:
+        return "adapter_size" in self.settings
+
+    @property
+    def uses_top_k(self) -> bool:
+        return "top_k_layers" in self.settings
 
     def apply(self, model: nn.Module, config) -> nn.Module:
         """Prepare `model` for this method and set `requires_grad` on every parameter."""

@@ -27,7 +27,13 @@ def _library_method(config_class: str, **options) -> Callable[[nn.Module, object
 
 
 def from_library(
-    name: str, description: str, config_class: str, learning_rate: float, changes_sequence: bool = False, **options
+    name: str,
+    description: str,
+    config_class: str,
+    learning_rate: float,
+    changes_sequence: bool = False,
+    continues: str | None = None,
+    **options,
 ) -> Method:
     """A method the `adapters` package implements: what it adds trains, with the head; nothing else does."""
     return Method(
@@ -37,4 +43,5 @@ def from_library(
         prepare=_library_method(config_class, **options),
         default_learning_rate=learning_rate,
         changes_sequence=changes_sequence,
+        continues=continues,
     )

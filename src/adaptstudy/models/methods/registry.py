@@ -8,6 +8,8 @@ below; the others have a module per family, as in `peft`'s tuners: `bottleneck` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from adaptstudy.common.registry import Registry
 from adaptstudy.models.methods.base import (
     Method,
@@ -33,6 +35,27 @@ def _in_top_layers(name: str, model, config) -> bool:
 
 
 METHODS: Registry[Method] = Registry("method")
+ADAPTER_SETTINGS = frozenset({"adapter_size", "adapter_init_std", "layer_ablation"})
+HYPERNETWORK_SETTINGS = frozenset(
+    {"conditional_layer_norm", "task_projector", "hypernetwork_init_std", "hypernetwork_learning_rate", "transfer_from"}
+)
+
+
+def methods_that(capable: Callable[[Method], bool]) -> list[str]:
+    """The registered methods with a capability, in registration order: `methods_that(lambda m: m.stackable)`."""
+    return [name for name in METHODS if capable(METHODS.get(name))]
+
+
+def taking(setting: str) -> list[str]:
+    """The methods that take a setting (`Method.settings`)."""
+    return methods_that(lambda m: setting in m.settings)
+
+
+def continuing(mode: str) -> str:
+    """The method that trains a pretrained adapter of `mode` (02_dapt's seq_bn, unipelt) on."""
+    (name,) = methods_that(lambda m: m.continues == mode)
+    return name
+
 
 for _m in (
     Method("full", "every weight of the backbone and the head", trainable=lambda n, *_: True),
@@ -42,8 +65,10 @@ for _m in (
         trainable=lambda n, *_: is_adapter(n) or is_layer_norm(n) or is_head(n),
         prepare=add_houlsby,
         default_learning_rate=1e-3,
-        uses_adapter_size=True,
+        settings=ADAPTER_SETTINGS | {"adapter_variant"},
         default_adapter_size=64,
+        stackable=True,
+        fusion_source=True,
     ),
     Method(
         "pfeiffer",
@@ -51,8 +76,11 @@ for _m in (
         trainable=lambda n, *_: is_adapter(n) or is_head(n),
         prepare=add_pfeiffer,
         default_learning_rate=1e-3,
-        uses_adapter_size=True,
+        settings=ADAPTER_SETTINGS,
         default_adapter_size=64,
+        continues="seq_bn",
+        stackable=True,
+        fusion_source=True,
     ),
     Method(
         "head_only",
@@ -67,6 +95,7 @@ for _m in (
         trainable=lambda n, *_: ".adapter_fusion_layer." in n or is_head(n),
         prepare=add_fusion,
         default_learning_rate=5e-5,
+        settings=frozenset({"fusion_sources", "source_settings", "fusion_from"}),
     ),
     Method(
         "task_adapters",
@@ -75,15 +104,16 @@ for _m in (
         trainable=lambda n, *_: True,
         prepare=add_task_adapters,
         default_learning_rate=1e-4,
-        uses_adapter_size=True,
+        settings=ADAPTER_SETTINGS,
         default_adapter_size=24,
+        per_task_adapters=True,
     ),
     Method(
         "top_k",
         "variable fine-tuning: every weight of the top `top_k_layers` transformer layers + head",
         trainable=lambda n, model, config: _in_top_layers(n, model, config) or is_head(n),
         default_learning_rate=5e-5,
-        uses_top_k=True,
+        settings=frozenset({"top_k_layers"}),
     ),
     Method(
         "layernorm",
@@ -117,7 +147,7 @@ for _m in (
             trainable=lambda n, *_: is_added(n) or is_layer_norm(n) or is_head(n),
             prepare=hypernetwork_method(shared),
             default_learning_rate=3e-4,
-            uses_adapter_size=True,
+            settings=ADAPTER_SETTINGS | HYPERNETWORK_SETTINGS,
             default_adapter_size=24,
         )
         for name, shared, detail in (
@@ -167,6 +197,7 @@ for _m in (
         "UniPELTConfig",
         1e-3,
         changes_sequence=True,
+        continues="unipelt",
     ),
 ):
     METHODS.add(_m.name, _m)
