@@ -199,6 +199,12 @@ def test_a_study_name_that_leaves_results_is_refused(tmp_path, study):
         resolve_results_dir(None, study)
 
 
+def test_the_pages_that_read_every_study_default_to_results_itself():
+    """06_scorecard, 06_analysis_dsp and 06_analysis_across read results/ whole (`resolve_results_dir(None, "")`)."""
+    assert resolve_results_dir(None, "") == ROOT / "results"
+    assert resolve_results_dir(None, "fusion") == ROOT / "results" / "fusion"
+
+
 def test_a_sequence_longer_than_the_backbone_positions_is_refused_naming_the_limit():
     with pytest.raises(ValueError, match="max_seq_length 4096 is above the 512 positions of backbone 'minilm-l6'"):
         FinetuneConfig(**{**TINY, "max_seq_length": 4096})

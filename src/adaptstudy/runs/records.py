@@ -185,11 +185,14 @@ def base_record(config) -> dict[str, Any]:
 
 
 def resolve_results_dir(results_dir: str | os.PathLike | None, study: str = "finetune") -> Path:
-    """The given folder, else `results/<study>` in the project; a study name that would leave `results/` (`..`,
-    `../x`, an absolute path) is refused."""
+    """The given folder, else `results/<study>` in the project (study "": `results/` itself, whose studies the
+    across-chapter pages read); a study name that would leave `results/` (`..`, `../x`, an absolute path) is
+    refused."""
     if results_dir:
         return Path(results_dir)
     root = PROJECT_ROOT / "results"
+    if study == "":
+        return root
     folder = root / study
     if folder.resolve().parent != root.resolve():
         raise ConfigError(f"study {study!r} is not a folder name under results/ (no '/', '.' or '..')")
