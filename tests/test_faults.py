@@ -251,11 +251,17 @@ def test_no_committed_run_comes_near_the_divergence_rule():
 def test_a_diverged_run_is_flagged_stopped_and_counted_as_learning_nothing(data_dir, method, capsys):
     smoke = yaml.safe_load((ROOT / "params" / "smoke" / "finetune.yaml").read_text())
     smoke = {**smoke, "method": method, "learning_rate": 1e3, **({} if method == "houlsby" else {"adapter_size": None})}
+    smoke["num_train_epochs"] = 3  # 12 steps planned: the run stops in its first epoch
     record = finetune(FinetuneConfig(**smoke), write=False)
     assert record["diverged"]["rule"] == DIVERGENCE_RULE
     assert record["diverged"]["loss"] > DIVERGENCE_FACTOR * record["diverged"]["first_loss"]
+    assert record["diverged"]["step"] < 12 and len(record["history"]) == 1  # stopped early, scored as it stood
     assert f"WARNING {record['run_id']} diverged" in capsys.readouterr().out
     assert learned_nothing(record)
+    # the flag alone decides: a diverged run counts as learning nothing whatever it scored
+    scored_well = {**record, "predictions": None, "metrics": {k: 100.0 for k in record["metrics"]}}
+    assert learned_nothing(scored_well)
+    assert not learned_nothing({k: v for k, v in scored_well.items() if k != "diverged"})
     records.Record.model_validate(record)
 
 
