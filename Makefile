@@ -24,8 +24,8 @@ $(STAMP): pyproject.toml
 
 # ruff (format and lint) and import-linter (layers follow the data flow, no import cycles); CI runs it first.
 lint: setup
-	$(BIN)/ruff format --check src tests benchmarks notebooks
-	$(BIN)/ruff check src tests benchmarks notebooks
+	$(BIN)/ruff format --check src tests benchmarks notebooks scripts
+	$(BIN)/ruff check src tests benchmarks notebooks scripts
 	$(BIN)/lint-imports
 
 test: setup
@@ -61,18 +61,18 @@ benchmark: setup
 # (the committed one holds our choices: delete it to regenerate from yours).
 reproduce-houlsby: setup
 	$(BIN)/python -m adaptstudy.sweep params/cpu/houlsby_select.yaml --workers 2 --threads 1
-	while $(BIN)/python -m adaptstudy.reporting.houlsby.plan --extend > /tmp/houlsby_extend.yaml; do \
+	while $(BIN)/python -m adaptstudy.planning.houlsby --extend > /tmp/houlsby_extend.yaml; do \
 		mv /tmp/houlsby_extend.yaml params/cpu/houlsby_extend.yaml; \
 		$(BIN)/python -m adaptstudy.sweep params/cpu/houlsby_extend.yaml --workers 2 --threads 1 || exit 1; \
 	done
-	test -f params/cpu/houlsby_report.yaml || { $(BIN)/python -m adaptstudy.reporting.houlsby.plan > /tmp/houlsby_report.yaml && mv /tmp/houlsby_report.yaml params/cpu/houlsby_report.yaml; }
+	test -f params/cpu/houlsby_report.yaml || { $(BIN)/python -m adaptstudy.planning.houlsby > /tmp/houlsby_report.yaml && mv /tmp/houlsby_report.yaml params/cpu/houlsby_report.yaml; }
 	$(BIN)/python -m adaptstudy.sweep params/cpu/houlsby_report.yaml --workers 2 --threads 1
 
 # The IMDb chapter at CPU scale (resumable), as the Houlsby chapter: stage 1 chooses each method's rate on seed 0
 # and the selection split; stage 2's grid is generated from its records (delete the committed one to regenerate).
 reproduce-peft: setup
 	$(BIN)/python -m adaptstudy.sweep params/cpu/peft_imdb_select.yaml --workers 2 --threads 1
-	test -f params/cpu/peft_imdb_report.yaml || { $(BIN)/python -m adaptstudy.reporting.peft.plan > /tmp/peft_imdb_report.yaml && mv /tmp/peft_imdb_report.yaml params/cpu/peft_imdb_report.yaml; }
+	test -f params/cpu/peft_imdb_report.yaml || { $(BIN)/python -m adaptstudy.planning.peft > /tmp/peft_imdb_report.yaml && mv /tmp/peft_imdb_report.yaml params/cpu/peft_imdb_report.yaml; }
 	$(BIN)/python -m adaptstudy.sweep params/cpu/peft_imdb_report.yaml --workers 2 --threads 1
 
 # The Don't Stop Pretraining chapter at CPU scale (about 5 hours, resumable): its pretraining runs first, once each,
@@ -90,12 +90,12 @@ reproduce: reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across
 # (the sources that learned, seeds 1-3) is generated from it.
 reproduce-across: setup
 	$(BIN)/python -m adaptstudy.sweep params/cpu/hyperformer_search.yaml --workers 2 --threads 1
-	test -f params/cpu/hyperformer_select.yaml || { $(BIN)/python -m adaptstudy.reporting.across.hyperformer.plan select > /tmp/hyperformer_select.yaml && mv /tmp/hyperformer_select.yaml params/cpu/hyperformer_select.yaml; }
+	test -f params/cpu/hyperformer_select.yaml || { $(BIN)/python -m adaptstudy.planning.hyperformer select > /tmp/hyperformer_select.yaml && mv /tmp/hyperformer_select.yaml params/cpu/hyperformer_select.yaml; }
 	$(BIN)/python -m adaptstudy.sweep params/cpu/hyperformer_select.yaml --workers 2 --threads 1
-	test -f params/cpu/hyperformer_report.yaml || { $(BIN)/python -m adaptstudy.reporting.across.hyperformer.plan report > /tmp/hyperformer_report.yaml && mv /tmp/hyperformer_report.yaml params/cpu/hyperformer_report.yaml; }
+	test -f params/cpu/hyperformer_report.yaml || { $(BIN)/python -m adaptstudy.planning.hyperformer report > /tmp/hyperformer_report.yaml && mv /tmp/hyperformer_report.yaml params/cpu/hyperformer_report.yaml; }
 	$(BIN)/python -m adaptstudy.sweep params/cpu/hyperformer_report.yaml --workers 2 --threads 1
 	$(BIN)/python -m adaptstudy.sweep params/cpu/fusion_select.yaml --workers 2 --threads 1
-	test -f params/cpu/fusion_report.yaml || { $(BIN)/python -m adaptstudy.reporting.across.fusion.plan > /tmp/fusion_report.yaml && mv /tmp/fusion_report.yaml params/cpu/fusion_report.yaml; }
+	test -f params/cpu/fusion_report.yaml || { $(BIN)/python -m adaptstudy.planning.fusion > /tmp/fusion_report.yaml && mv /tmp/fusion_report.yaml params/cpu/fusion_report.yaml; }
 	$(BIN)/python -m adaptstudy.sweep params/cpu/fusion_report.yaml --workers 2 --threads 1
 
 # The committed foundation runs (about an hour on 2 CPU cores); a finished run is not redone.

@@ -1,6 +1,8 @@
 """Tests run offline against the local data mirror (`ADAPTSTUDY_DATA`, default ../shared/data)."""
 
+import json
 import os
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,11 @@ for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
 
 # after the environment above: the task registry imports `datasets`, which reads it once, on import
 from adaptstudy.data.tasks import resolve_task  # noqa: E402
-from adaptstudy.runs.records import base_record, write_record  # noqa: E402
+from adaptstudy.runs.finetune_config import FinetuneConfig  # noqa: E402
+from adaptstudy.runs.identity import base_record  # noqa: E402
+from adaptstudy.runs.multitask_config import MultiTaskConfig  # noqa: E402
+from adaptstudy.runs.predictions import stored_labels  # noqa: E402
+from adaptstudy.runs.records import write_record  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -100,9 +106,40 @@ def fake_record(tmp_path):
             device="cpu",
             finished_at="2026-11-25T00:00:00+00:00",
         )
+        if "labels" not in fields and (hasattr(config, "tasks") or hasattr(config, "task")):
+            record["labels"] = kept_labels(config)
         record.update(fields)
         if folder is not None:
             write_record(record, folder)
         return record
 
     return make
+
+
+FINETUNE_DATA = ("task", "data_dir", "data_seed", "resplit_train_share", "max_eval_examples", "selection_split")
+MULTITASK_DATA = ("tasks", "data_dir", "data_seed", "max_eval_examples", "split_rule")
+
+
+def kept_labels(config) -> dict:
+    """The labels a run of `config` keeps in its record (`labels`), cut from the mirror as the run cuts them."""
+    multitask = hasattr(config, "tasks")
+    fields = MULTITASK_DATA if multitask else FINETUNE_DATA
+    return _kept_labels(multitask, json.dumps({k: getattr(config, k) for k in fields}, sort_keys=True, default=str))
+
+
+@cache
+def _kept_labels(multitask: bool, data: str) -> dict:
+    settings = json.loads(data)
+    if multitask:
+        splits = MultiTaskConfig(**settings).load_splits()
+        return {
+            f"{t}/{s}": stored_labels(splits[t][s]["label"], resolve_task(t).is_regression)
+            for t in settings["tasks"]
+            for s in ("validation", "test")
+        }
+    config = FinetuneConfig(**settings)
+    spec = resolve_task(config.task)
+    splits = config.load_splits(cap=False)
+    return {
+        s: stored_labels(splits[s]["label"], spec.is_regression) for s in (spec.eval_split, "selection") if s in splits
+    }

@@ -10,9 +10,9 @@ import yaml
 
 from adaptstudy.data import load_task
 from adaptstudy.launch.sweep import plan as sweep_plan
+from adaptstudy.planning import fusion as plan
 from adaptstudy.reporting.across.cost import half_costs
 from adaptstudy.reporting.across.fusion import attention as fa
-from adaptstudy.reporting.across.fusion import plan
 from adaptstudy.reporting.across.fusion import tables as fu
 from adaptstudy.reporting.across.hyperformer import claims as hyc
 from adaptstudy.reporting.across.hyperformer import search

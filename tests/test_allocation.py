@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.allocation import BUDGET_H, STUDIES, allocate, grids
+from adaptstudy.planning.allocation import allocate, grids, write_run_ids
 from adaptstudy.reporting.claims import CLAIMS
-from adaptstudy.reporting.confirmation import confirmation_note
+from adaptstudy.reporting.confirmation import BUDGET_H, STUDIES, confirmation_note
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.grid import Grid
 from adaptstudy.runs.records import read_records
@@ -57,6 +57,16 @@ def test_the_committed_plan_names_declared_claims_once_and_keeps_to_the_budget()
     assert {p.stem for p in PLAN.glob("*.yaml")} == {"dsp_confirm", "fusion_confirm", "peft_imdb_confirm"}
 
 
+def test_each_committed_plan_lists_the_run_ids_of_its_cells(tmp_path):
+    """The report counts the fresh runs landed from the run ids beside each sweep file: they must be its cells'."""
+    for sweep in PLAN.glob("*.yaml"):
+        committed = sweep.with_suffix(".run_ids").read_text(encoding="utf-8")
+        copy = tmp_path / sweep.name
+        copy.write_text(sweep.read_text(encoding="utf-8"), encoding="utf-8")
+        assert write_run_ids(copy).read_text(encoding="utf-8") == committed, sweep.name
+        assert len(committed.split()) == len(set(committed.split())) > 0
+
+
 def test_each_chapter_states_its_confirmatory_claims_their_cost_and_what_landed(tmp_path, fake_record):
     plan = tmp_path / "confirm"
     plan.mkdir()
@@ -68,6 +78,7 @@ def test_each_chapter_states_its_confirmatory_claims_their_cost_and_what_landed(
     (plan / "peft_imdb_confirm.yaml").write_text(
         yaml.safe_dump({"study": "peft_imdb", "fixed": cell, "axes": {"seed": [4, 5]}})
     )
+    write_run_ids(plan / "peft_imdb_confirm.yaml")
     fake_record(FinetuneConfig(**cell, seed=4), folder=tmp_path / "results" / "peft_imdb", train_runtime_s=1800.0)
     note = confirmation_note("peft", tmp_path / "results", plan=plan)
     assert "It took 1 of this chapter's claims (peft.a), estimated at 0.5 CPU-hours." in note

@@ -4,15 +4,26 @@ import numpy as np
 import pytest
 
 from adaptstudy.data.tasks import load_task
-from adaptstudy.reporting.baselines import baseline, learned_nothing, record_baseline
-from adaptstudy.runs.predictions import stored_predictions
+from adaptstudy.reporting.baselines import MissingLabelsError, baseline, learned_nothing, record_baseline
+from adaptstudy.runs.multitask_config import task_splits
+from adaptstudy.runs.predictions import stored_labels, stored_predictions
 
 
 def mrpc_record(metrics: dict, predictions=None) -> dict:
-    record = {"task": "mrpc", "config": {"data_seed": 0, "max_eval_examples": None}, "metrics": metrics}
+    """An MRPC record as a run keeps it: its dev labels (from the mirror) beside its scores."""
+    labels = load_task("mrpc")["dev"]["label"]
+    record = {"task": "mrpc", "eval_split": "dev", "config": {"data_seed": 0}, "metrics": metrics}
+    record["labels"] = {"dev": stored_labels(labels, regression=False)}
     if predictions is not None:
         record["predictions"] = predictions
     return record
+
+
+def test_a_record_without_its_labels_names_the_backfill_rather_than_reading_the_mirror(data_dir):
+    record = mrpc_record({"f1": 84.0, "accuracy": 76.0})
+    del record["labels"]
+    with pytest.raises(MissingLabelsError, match=r"keeps no labels for 'dev'.*backfill_labels\.py"):
+        learned_nothing(record)
 
 
 def test_mrpc_dev_constants_are_the_majority_accuracy_and_the_all_positive_f1(data_dir):
@@ -54,11 +65,13 @@ def test_a_run_predicting_one_class_for_95_percent_of_examples_learned_nothing(d
 
 
 def test_a_multitask_record_is_checked_per_task_on_its_test_split(data_dir):
+    tests = {t: task_splits(t, None, 0, None, None)["test"]["label"] for t in ("cola", "rte")}
     record = {
         "task": "cola+rte",
         "tasks": ["cola", "rte"],
         "config": {"data_seed": 0, "max_eval_examples": None},
         "metrics": {"cola/mcc": 0.0, "rte/accuracy": 70.0},
+        "labels": {f"{t}/test": stored_labels(labels, regression=False) for t, labels in tests.items()},
     }
     assert learned_nothing(record, "cola")
     assert not learned_nothing(record, "rte")

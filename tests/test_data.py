@@ -267,11 +267,12 @@ def test_a_data_dir_that_is_a_file_says_so_at_once(tmp_path):
 
 
 def test_truncation_says_what_each_length_cuts_on_real_reviews(data_dir):
-    from adaptstudy.data.describe import truncation
+    from adaptstudy.data.describe import token_lengths, truncation
     from adaptstudy.models.backbones import load_tokenizer
 
     reviews = load_task("imdb", data_dir)["train"].select(range(300))["text_a"]
-    table = truncation(reviews, load_tokenizer("minilm-l6"), [128, 256, 100_000]).set_index("max_seq_length")
+    counts = token_lengths(reviews, load_tokenizer("minilm-l6"))
+    table = truncation(counts, [128, 256, 100_000]).set_index("max_seq_length")
     assert table.loc[100_000, "texts cut (%)"] == 0 and table.loc[100_000, "tokens kept (%)"] == 100
     assert 60 < table.loc[128, "texts cut (%)"] < 100  # IMDb reviews average about 300 tokens
     assert table.loc[128, "tokens kept (%)"] < table.loc[256, "tokens kept (%)"] < 100
@@ -283,13 +284,14 @@ def test_packing_says_what_it_gains_over_one_text_per_row_on_real_reviews(data_d
     and carries row length / (mean text an unpacked row holds) times its text tokens; at a length no text reaches
     the gain is exactly how many texts share a row."""
     from adaptstudy.data.corpora import load_corpus
-    from adaptstudy.data.describe import packing
+    from adaptstudy.data.describe import packing, token_lengths
     from adaptstudy.models.backbones import load_tokenizer
 
     tokenizer = load_tokenizer("minilm-l6")
     texts = load_corpus("reviews", data_dir).documents[:200]
     lengths = [len(ids) for ids in tokenizer(texts, verbose=False)["input_ids"]]  # [CLS] and [SEP] included
-    table = packing(texts, tokenizer, [128, 100_000]).set_index("row length")
+    assert token_lengths(texts, tokenizer).tolist() == lengths
+    table = packing(lengths, [128, 100_000]).set_index("row length")
     assert table.loc[128, "mean text tokens"] == pytest.approx(sum(lengths) / len(lengths) - 2)
     assert table.loc[100_000, "text in an unpacked row (%)"] == pytest.approx(100 * (sum(lengths) / 200) / 100_000)
     assert table.loc[100_000, "gain in tokens per row"] == pytest.approx(100_000 / (sum(lengths) / 200))

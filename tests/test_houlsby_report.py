@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from adaptstudy.launch import sweep
+from adaptstudy.planning import houlsby as hp
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.houlsby import claims as hc
-from adaptstudy.reporting.houlsby import plan as hp
 from adaptstudy.reporting.houlsby import tables as ht
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.training.finetune import finetune

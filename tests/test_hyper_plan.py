@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from adaptstudy.launch.sweep import plan as sweep_plan
-from adaptstudy.reporting.across.hyperformer import plan
+from adaptstudy.planning import hyperformer as plan
 from adaptstudy.reporting.across.hyperformer import tables as hy
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.runs.multitask_config import MultiTaskConfig

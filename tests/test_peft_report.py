@@ -6,10 +6,10 @@ import pytest
 import yaml
 
 from adaptstudy.launch import sweep
+from adaptstudy.planning import peft as pp
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.peft import claims as pc
 from adaptstudy.reporting.peft import figures as pf
-from adaptstudy.reporting.peft import plan as pp
 from adaptstudy.reporting.peft import tables as pt
 from adaptstudy.reporting.published import PEFT_REPORT_METHODS
 from adaptstudy.runs.finetune_config import FinetuneConfig

@@ -40,11 +40,16 @@ def describe_task(splits: DatasetDict, tokenizer, spec: TaskSpec, max_seq_length
     }
 
 
-def truncation(texts: list[str], tokenizer, lengths: list[int]) -> pd.DataFrame:
-    """What cutting the texts at each `max_seq_length` keeps: the share of texts cut, the share of their tokens
-    kept, and the mean tokens per example after the cut, which a step's cost grows with (batches pad to their
-    longest example)."""
-    counts = np.array([len(ids) for ids in tokenizer(list(texts), verbose=False)["input_ids"]])
+def token_lengths(texts: list[str], tokenizer) -> np.ndarray:
+    """Each text's length in tokens, untruncated, [CLS] and [SEP] included."""
+    return np.array([len(ids) for ids in tokenizer(list(texts), verbose=False)["input_ids"]])
+
+
+def truncation(counts, lengths: list[int]) -> pd.DataFrame:
+    """What cutting texts of these token `counts` (`token_lengths`) at each `max_seq_length` keeps: the share of
+    texts cut, the share of their tokens kept, and the mean tokens per example after the cut, which a step's cost
+    grows with (batches pad to their longest example)."""
+    counts = np.asarray(counts)
     rows = []
     for length in lengths:
         kept = np.minimum(counts, length)
@@ -60,11 +65,12 @@ def truncation(texts: list[str], tokenizer, lengths: list[int]) -> pd.DataFrame:
     return table.assign(**{"cost vs shortest": table["tokens per example"] / table["tokens per example"].iloc[0]})
 
 
-def packing(texts: list[str], tokenizer, lengths: list[int]) -> pd.DataFrame:
-    """What packing texts into rows of each length buys a masked-LM step over one text per row (padded, cut at the
-    row): texts per packed row, the share of an unpacked row that is text rather than padding, and the text tokens a
-    packed row carries per unpacked row's (the gain in tokens seen per step at the same row count)."""
-    counts = np.array([len(ids) for ids in tokenizer(list(texts), verbose=False)["input_ids"]])  # [CLS] and [SEP] in
+def packing(counts, lengths: list[int]) -> pd.DataFrame:
+    """What packing texts of these token `counts` (`token_lengths`: [CLS] and [SEP] in) into rows of each length
+    buys a masked-LM step over one text per row (padded, cut at the row): texts per packed row, the share of an
+    unpacked row that is text rather than padding, and the text tokens a packed row carries per unpacked row's (the
+    gain in tokens seen per step at the same row count)."""
+    counts = np.asarray(counts)
     rows = []
     for length in lengths:
         unpacked = np.minimum(counts, length).mean()

@@ -24,9 +24,10 @@ import torch
 from adaptstudy.common.files import is_complete, remove_folder, run_lock
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.grid import describe_values
+from adaptstudy.runs.identity import base_record
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
-from adaptstudy.runs.records import base_record, read_ok_record, resolve_results_dir, write_record
+from adaptstudy.runs.records import read_ok_record, resolve_results_dir, write_record
 from adaptstudy.training.runner import ensure
 from adaptstudy.training.runner import run as run_cell
 

@@ -8,22 +8,18 @@ correlation. Binary F1 is checked on accuracy instead (it rewards predicting eve
 constant scores 81.2). A run whose record says it diverged (`diverged`) learned nothing, whatever it scored. Such a
 run is flagged wherever it appears and counts under the claims' one regime (`claims`).
 
-The labels come from the data mirror, cut exactly as the run cut its reported split (its config).
+The labels are the ones the run kept in its record (`record["labels"]`): the report needs no data mirror.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 import pandas as pd
 
 from adaptstudy.data.metrics import compute_metrics
-from adaptstudy.data.tasks import load_task, resolve_task
-from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.multitask_config import task_splits
+from adaptstudy.data.tasks import resolve_task
 from adaptstudy.runs.predictions import decode
 
 Z = 1.645
@@ -76,46 +72,28 @@ def task_of(record: dict, task: str | None = None):
     return task or record["task"]
 
 
-def _key(task) -> str:
-    """A hashable key of a task (its name, or its declaration as JSON) for the cached label loader."""
-    return json.dumps(task, sort_keys=True) if isinstance(task, dict) else task
+class MissingLabelsError(ValueError):
+    """A record made before records kept their labels (issue 65): backfill it."""
 
 
-@cache
-def _labels(
-    task: str,
-    data_seed: int,
-    resplit_train_share,
-    max_eval_examples,
-    multitask: bool,
-    split: str = "test",
-    split_rule: str = "hyperformer",
-    data_dir: str | None = None,
-) -> np.ndarray:
-    if task.startswith("{"):
-        task = json.loads(task)
-    if multitask:
-        return np.asarray(task_splits(task, None, data_seed, None, max_eval_examples, split_rule)[split]["label"])
-    spec = resolve_task(task)
-    splits = load_task(task, data_dir, None, data_seed, resplit_train_share, max_eval_examples)
-    return np.asarray(splits[spec.eval_split]["label"])
+def stored_labels(record: dict, key: str) -> np.ndarray:
+    """The labels a record kept for split `key` (`record["labels"]`: the reported split by name, `selection`, or a
+    multi-task record's `<task>/validation` and `<task>/test`), in the split's order."""
+    kept = record.get("labels", {}).get(key)
+    if kept is None:
+        raise MissingLabelsError(
+            f"record {record.get('run_id')} keeps no labels for {key!r} (it has {sorted(record.get('labels', {}))}): "
+            "records made before issue 65 gain them from `python scripts/backfill_labels.py results`"
+        )
+    return decode(kept)
 
 
 def reported_labels(record: dict, task: str | None = None) -> np.ndarray:
     """The labels of the split a record reports (for a multi-task record: `task`'s test split), in the split's
-    order, from the data mirror."""
-    config = record["config"]
-    multitask = "tasks" in record
-    custom = isinstance(config.get("task"), dict)
-    return _labels(
-        _key(task_of(record, task)),
-        config.get("data_seed", 0),
-        config.get("resplit_train_share"),
-        config.get("max_eval_examples"),
-        multitask,
-        split_rule=config.get("split_rule", "hyperformer"),
-        data_dir=config.get("data_dir") if custom else None,  # a custom task's files are where its run read them
-    )
+    order, as the run kept them."""
+    if "tasks" in record:
+        return stored_labels(record, f"{task or record['task']}/test")
+    return stored_labels(record, record["eval_split"])
 
 
 def record_baseline(record: dict, task: str | None = None) -> Baseline:
@@ -144,25 +122,14 @@ def learned_nothing(record: dict, task: str | None = None) -> bool:
 
 
 def selection_baseline(record: dict) -> Baseline:
-    """The constant baseline on the selection split a run scored (`selection_split`), cut as the run cut it."""
-    config = FinetuneConfig.model_validate({**record["config"], "data_dir": None, "results_dir": None})
-    return baseline(config.task_name, np.asarray(config.load_splits()["selection"]["label"]))
+    """The constant baseline on the selection split a run scored (`selection_split`), from the labels it kept."""
+    return baseline(task_of(record), stored_labels(record, "selection"))
 
 
 def validation_learned(record: dict, task: str) -> tuple[float, Baseline, bool]:
     """A multi-task run's score on `task`'s validation split (the split the Hyperformer paper's rule selects on), the
     constant baseline there, and whether the score is above it by more than noise."""
-    config = record["config"]
-    labels = _labels(
-        task,
-        config.get("data_seed", 0),
-        None,
-        config.get("max_eval_examples"),
-        True,
-        "validation",
-        config.get("split_rule", "hyperformer"),
-    )
-    base = baseline(task, labels)
+    base = baseline(task, stored_labels(record, f"{task}/validation"))
     score = record["validation_metrics"][f"{task}/{base.check}"]
     return score, base, bool(score > base.check_constant + base.margin)
 

@@ -6,25 +6,16 @@ Every chapter module takes the frame of `load_runs`, labelled by its own `label_
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
-import yaml
 
-from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.models.methods import METHODS
 from adaptstudy.reporting.evidence import Arm, Rule, contrast, judge
 from adaptstudy.reporting.published import published_frame
-from adaptstudy.runs.base import ConfigError, RunConfig
-from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.grid import describe_values, grid_configs
-from adaptstudy.runs.records import flatten, read_records, resolve_results_dir
+from adaptstudy.runs.records import flatten, read_records
 
 SELECTION_SEED = 0  # learning rates (and Houlsby's best adapter size) are chosen on this seed's runs
 
@@ -103,57 +94,6 @@ def grid_edge(rate: float, tried: pd.Series) -> str:
     if np.isclose(rate, tried.max()):
         return "largest"
     return "smallest" if np.isclose(rate, tried.min()) else ""
-
-
-def shared_settings(records, per_run: set[str], shown: tuple[str, ...] = (), config_class=FinetuneConfig) -> dict:
-    """The settings every one of `records` shares, leaving out `per_run` keys and keeping only those that differ
-    from `config_class`'s defaults or are `shown`: what a stage-2 grid carries over from stage 1."""
-    defaults = {k: f.default for k, f in config_class.model_fields.items()}
-    configs = [{k: v for k, v in r["config"].items() if k not in per_run} for r in records]
-    shared = {k: v for k, v in configs[0].items() if all(c.get(k) == v for c in configs)}
-    return {k: v for k, v in shared.items() if k in shown or v != defaults.get(k)}
-
-
-def stage_2_main(argv, study: str, label_runs, report_grid, header: str, choices, stage_1: str) -> int:
-    """A chapter's stage-2 planner (`python -m adaptstudy.reporting.<chapter>.plan [RESULTS_DIR] [--stage-1 GRID]`):
-    the grid `report_grid` makes from stage 1's labelled runs, as YAML after `header` and `choices(runs)` (comment
-    lines). It refuses while a cell of the stage-1 grid (`stage_1`, relative to the project) has no ok record: a
-    rate would be chosen from part of its grid, and stage 2 would report at it."""
-    parser = argparse.ArgumentParser(description="The stage-2 grid from stage 1's records, as YAML on stdout.")
-    parser.add_argument("results_dir", nargs="?", help=f"stage 1's records (default: results/{study})")
-    parser.add_argument("--stage-1", default=str(PROJECT_ROOT / stage_1), help=f"its grid (default: {stage_1})")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    folder = Path(resolve_results_dir(args.results_dir, study))
-    runs = label_runs(load_runs(folder))
-    try:
-        missing = unfinished(args.stage_1, folder)
-        if missing:
-            raise ValueError(
-                f"stage 1 has not finished: {folder} has no ok record for {len(missing)} cell(s) of {args.stage_1}, "
-                f"the first {describe_values(missing[0].identity())}; rerun python -m adaptstudy.sweep {args.stage_1}"
-            )
-        grid = report_grid(runs, study=folder.name)
-    except (ValueError, ConfigError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(header + choices(runs))
-    print(yaml.dump(grid, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=120), end="")
-    return 0
-
-
-class _PlainDumper(yaml.SafeDumper):
-    """Writes a repeated value out again rather than as an anchor and alias (`&id001`, `*id001`): the generated
-    grids are read by people."""
-
-    def ignore_aliases(self, data) -> bool:
-        return True
-
-
-def unfinished(stage_1: str | os.PathLike, folder: Path) -> list[RunConfig]:
-    """The cells of the grid `stage_1` that have no ok record in `folder`, in the grid's order."""
-    _, _, configs = grid_configs(stage_1, folder)
-    done = {record["run_id"] for record in read_records(folder)}
-    return [config for config in configs if config.run_id not in done]
 
 
 def at_learning_rates(runs: pd.DataFrame, chosen: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -247,9 +187,16 @@ def scale_note(runs: pd.DataFrame, scored_on: str = "the dev set") -> str:
     )
 
 
-def method_descriptions(methods) -> pd.DataFrame:
-    """What each method trains, from the methods registry: the configs a chapter must state."""
-    return pd.DataFrame([(m, METHODS.get(m).description) for m in methods], columns=["method", "what trains"])
+def method_descriptions(runs: pd.DataFrame, methods) -> pd.DataFrame:
+    """What each of `methods` trains, as its runs' records say (`method_description`, the methods registry's words
+    when the run was made): the configs a chapter must state."""
+    said = {}
+    for method, record in zip(runs["method"], runs["record"]):
+        said.setdefault(method, record.get("method_description"))
+    missing = [m for m in methods if not said.get(m)]
+    if missing:
+        raise ValueError(f"no record of {missing} says what the method trains (`method_description`)")
+    return pd.DataFrame([(m, said[m]) for m in methods], columns=["method", "what trains"])
 
 
 def sample_sd(values) -> float:

@@ -6,18 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.allocation import BUDGET_H, STUDIES
+from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import Verdict
-from adaptstudy.runs.grid import grid_configs
 from adaptstudy.runs.records import paid_seconds, records_frame
 
 PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm"
+BUDGET_H = 10.0  # CPU-hours on an AVX512-BF16 machine (`planning.allocation` spends them)
+STUDIES = {c.name: c.study for c in load_chapters()}  # chapter -> its results folder
 RULE = (
     "each exploratory claim costs the fresh seeds of the cells it rests on (5 where a run took under 2 minutes, else "
     "3) at the median seconds their committed runs paid, prerequisites once; the cheapest claim is taken first, within "
-    f"{BUDGET_H:g} CPU-hours (`src/adaptstudy/reporting/allocation.py`, written before any of them ran)"
+    f"{BUDGET_H:g} CPU-hours (`src/adaptstudy/planning/allocation.py`, written before any of them ran)"
 )
 
 
@@ -43,14 +45,14 @@ def confirmation_note(
         parts.append(f"Left out: {reasons}.")
     sweep = plan / f"{STUDIES[chapter]}_confirm.yaml"
     if not taken.empty and sweep.is_file():
-        grid, _, configs = grid_configs(sweep, Path(root) / "unused")
-        runs = records_frame(Path(root) / grid.study)
-        fresh = runs[runs["run_id"].isin({c.run_id for c in configs})] if not runs.empty else runs
+        cells = sweep.with_suffix(".run_ids").read_text(encoding="utf-8").split()
+        runs = records_frame(Path(root) / yaml.safe_load(sweep.read_text(encoding="utf-8"))["study"])
+        fresh = runs[runs["run_id"].isin(set(cells))] if not runs.empty else runs
         hours = (paid_seconds(fresh, "train_runtime_s") + paid_seconds(fresh, "eval_runtime_s")).sum() / 3600
         shown = sweep.relative_to(PROJECT_ROOT) if sweep.is_relative_to(PROJECT_ROOT) else sweep
         parts.append(
-            f"Landed so far: {len(fresh)} of the {len(configs)} fresh runs of `{shown}` "
-            f"({len(configs) - len(fresh)} still to run), {hours:.1f} CPU-hours paid (training and evaluation)."
+            f"Landed so far: {len(fresh)} of the {len(cells)} fresh runs of `{shown}` "
+            f"({len(cells) - len(fresh)} still to run), {hours:.1f} CPU-hours paid (training and evaluation)."
         )
     if confirmed is not None:
         parts.append(_on_fresh_seeds([v for v in confirmed if v.claim.key.startswith(f"{chapter}.")]))

@@ -1,5 +1,6 @@
-"""What a fine-tuning record keeps of its predictions: one per example of the reported split, in the split's order,
-and a fingerprint of the examples, so any metric can be recomputed and the examples resampled from the record.
+"""What a record keeps of its predictions and labels: one per example of the reported split, in the split's order,
+and a fingerprint of the examples, so any metric can be recomputed and the examples resampled from the record alone
+(the labels of the selection and validation splits too, for their constant baselines).
 
 Compact for a thousand records: class ids as one character each (0-9, then a-z: up to 36 classes), regression
 scores as one space-separated string with four decimals.
@@ -52,6 +53,17 @@ def stored_predictions(predictions: np.ndarray, examples: Dataset, split: str, r
         "examples_sha256": examples_sha256(examples),
         "kind": "scores" if regression else "class_ids",
         "values": encode(predictions, regression),
+    }
+
+
+def stored_labels(labels, regression: bool) -> dict[str, Any]:
+    """A split's labels as a record keeps them (`record["labels"]`, in the split's order, encoded as predictions are):
+    what the report needs of the data (constant baselines, bootstrap resamples) without the data mirror."""
+    labels = np.asarray(labels)
+    return {
+        "examples": len(labels),
+        "kind": "scores" if regression else "class_ids",
+        "values": encode(labels, regression),
     }
 
 

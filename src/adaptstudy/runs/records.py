@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import resource
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -112,36 +110,6 @@ def record_problem(path: str | os.PathLike) -> str | None:
     return None
 
 
-def versions() -> dict[str, str]:
-    # imported here: reading records (the analysis notebooks) needs none of these libraries
-    import adapters
-    import datasets
-    import torch
-    import transformers
-
-    return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "adapters": adapters.__version__,
-        "datasets": datasets.__version__,
-    }
-
-
-def git_commit() -> str | None:
-    """The project's commit, with `-dirty` when the work tree has uncommitted changes."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT, capture_output=True, text=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("-dirty" if dirty else "")
-
-
 def peak_rss_mb() -> float:
     """This process's peak resident memory: since `reset_peak_rss()` on Linux, else since it started."""
     try:
@@ -165,23 +133,6 @@ def reset_peak_rss() -> str:
         return "run"
     except OSError:
         return "process"
-
-
-def base_record(config) -> dict[str, Any]:
-    """The identity part of a record, shared by successful and failed runs."""
-    resolved = config.resolved()
-    return {
-        "run_id": resolved.run_id,
-        "status": None,
-        "task": resolved.task_name,
-        "method": resolved.method,
-        "backbone": resolved.backbone,
-        "seed": resolved.seed,
-        "config": resolved.model_dump(),
-        "versions": versions(),
-        "git_commit": git_commit(),
-        "finished_at": None,
-    }
 
 
 def resolve_results_dir(results_dir: str | os.PathLike | None, study: str = "finetune") -> Path:

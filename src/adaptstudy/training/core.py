@@ -24,8 +24,10 @@ from transformers import Trainer, TrainingArguments
 
 from adaptstudy.common.files import read_marker
 from adaptstudy.models.fast_dropout import use_fast_dropout
+from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.base import RunConfig, validate
-from adaptstudy.runs.records import base_record, peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
+from adaptstudy.runs.identity import base_record
+from adaptstudy.runs.records import peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
 from adaptstudy.training.callbacks import NonFiniteLossError, StopOnDivergence, StopOnNonFiniteLoss, TimedCheckpoints
 from adaptstudy.training.checkpoints import resumable_checkpoint
 from adaptstudy.training.device import machine_description, machine_kind, resolve_precision, training_arguments
@@ -61,7 +63,10 @@ def start(config: RunConfig | Mapping[str, Any], kind: type[RunConfig]) -> Run:
         config = validate(kind, config)
     config = config.resolved()
     resolve_precision(config.precision)  # fp16 without a GPU: one clear error before any data is read
-    return Run(config, base_record(config), reset_peak_rss())
+    record = base_record(config)
+    if config.method in METHODS:  # what the method trains, for the report (which reads records only)
+        record["method_description"] = METHODS.get(config.method).description
+    return Run(config, record, reset_peak_rss())
 
 
 class Session:

@@ -34,7 +34,7 @@ from transformers import TrainingArguments
 from adaptstudy.common.files import run_lock, write_json_atomic
 from adaptstudy.common.paths import cache_root
 from adaptstudy.runs.base import ConfigError, Precision
-from adaptstudy.runs.records import git_commit, versions
+from adaptstudy.runs.identity import git_commit, versions
 
 NATIVE_BF16_CPU_FLAGS = {"avx512_bf16", "amx_bf16"}
 BF16_MIN_SPEEDUP = 1.2  # below it bf16's rounding buys too little time (the matmuls are part of a step only)

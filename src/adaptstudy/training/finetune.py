@@ -25,7 +25,7 @@ from adaptstudy.models.backbones import load_tokenizer
 from adaptstudy.models.methods import adapters_removed, count_parameters
 from adaptstudy.models.methods.fusion import mean_attention
 from adaptstudy.runs.finetune_config import FinetuneConfig
-from adaptstudy.runs.predictions import constant_predictions, stored_predictions
+from adaptstudy.runs.predictions import constant_predictions, stored_labels, stored_predictions
 from adaptstudy.training import core
 from adaptstudy.training.callbacks import EpochTimer, FusionRegularization
 from adaptstudy.training.fusion import save_source_adapter
@@ -237,5 +237,10 @@ def finetune(
         **extra,
         constant_predictions=constant,
         predictions=stored_predictions(predictions, splits[spec.eval_split], spec.eval_split, spec.is_regression),
+        labels={
+            s: stored_labels(splits[s]["label"], spec.is_regression)
+            for s in (spec.eval_split, "selection")
+            if s in splits
+        },
         history=history,
     )

@@ -37,6 +37,7 @@ from adaptstudy.models.methods import METHODS, count_parameters
 from adaptstudy.models.methods.base import adapter_name, is_added
 from adaptstudy.models.multitask import MultiTaskModel
 from adaptstudy.runs.multitask_config import MultiTaskConfig
+from adaptstudy.runs.predictions import stored_labels
 from adaptstudy.training import core
 from adaptstudy.training.callbacks import ScoreEachEpoch
 
@@ -253,6 +254,11 @@ def train_multitask(
         train_examples={t: len(encoded[t]["train"]) for t in config.tasks},
         eval_examples={t: {s: len(encoded[t][s]) for s in ("validation", "test")} for t in config.tasks},
         sampling_probabilities=dict(zip(config.tasks, sampler.probabilities.round(4).tolist())),
+        labels={
+            f"{t}/{s}": stored_labels(splits[t][s]["label"], resolve_task(t).is_regression)
+            for t in config.tasks
+            for s in ("validation", "test")
+        },
         train_loss=output.training_loss,
         train_runtime_s=train_time,
         eval_runtime_s=eval_time,

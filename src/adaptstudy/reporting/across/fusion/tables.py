@@ -24,12 +24,13 @@ from adaptstudy.reporting.baselines import (
     selection_failures,
 )
 from adaptstudy.reporting.claims import Verdict, arm, verdict_of
-from adaptstudy.reporting.common import SELECTION_SEED, config_column, mean_sd, scale_note
+from adaptstudy.reporting.common import SELECTION_SEED, choose_learning_rates, config_column, mean_sd, scale_note
 from adaptstudy.reporting.evidence import Unit, contrast
 from adaptstudy.reporting.published import FUSION_COLUMNS, FUSION_NOT_OFFLINE, PFEIFFER_2021, published_frame
 from adaptstudy.reporting.verdict_tables import verdict_table
 
 FUSION_TARGETS = ("rte", "mrpc", "sst2", "imdb", "cb")
+CHOSEN = ("head_only", "full")  # the columns whose rates stage 1 chooses
 FUSION_LABEL = {
     "head_only": "head_only",
     "full": "full",
@@ -277,3 +278,9 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 def claims(runs: pd.DataFrame) -> pd.DataFrame:
     """The fusion half's verdict table."""
     return verdict_table(verdicts(runs))
+
+
+def chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per target and chosen column: the rate with the best selection-split score among stage 1's runs."""
+    grid = runs[(runs["seed"] == SELECTION_SEED) & runs["method"].isin(CHOSEN) & runs["task"].isin(FUSION_TARGETS)]
+    return choose_learning_rates(grid, ["task", "method"])

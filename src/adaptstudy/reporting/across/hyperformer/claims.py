@@ -7,10 +7,10 @@ from __future__ import annotations
 import pandas as pd
 
 from adaptstudy.data.tasks import resolve_task
-from adaptstudy.reporting.across.hyperformer.plan import FEW_SHOT as FEW_SHOT_GRID
 from adaptstudy.reporting.across.hyperformer.tables import (
     ABLATED,
     ABLATIONS,
+    FEW_SHOT_GRID,
     FEW_SHOT_LABELS,
     GLUE5,
     at_chosen_rates,
@@ -57,7 +57,7 @@ def set_aside(runs: pd.DataFrame) -> dict[tuple[str, int, str], str]:
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """Every claim of the Hyperformer half, on the seeds that chose no learning rate, under their declarations (the
-    few-shot claim's units are the grid's cells, `plan.FEW_SHOT`; the published ones it does not run are named)."""
+    few-shot claim's units are the grid's cells, `FEW_SHOT_GRID`; the published ones it does not run are named)."""
     main = task_runs(main_table_runs(runs)) if not runs.empty else task_runs(runs)
 
     aside = set_aside(runs)

@@ -28,6 +28,11 @@ from adaptstudy.reporting.published import HYPER_ABLATED, HYPER_ABLATION, HYPER_
 GLUE5 = ("cola", "sst2", "mrpc", "stsb", "rte")
 AVERAGE_5, AVERAGE_8 = "average (these 5)", HYPER_COLUMNS[-1]
 HYPER_ROWS = ("st-full", "st-adapters", "mt-full", "mt-adapters", "hyperformer", "hyperformer++")
+FEW_SHOT_GRID = {  # the few-shot cells run (planning.hyperformer): task -> k -> (epochs, score every)
+    # CB has 32 training examples offline
+    "imdb": {4: (40, 10), 16: (40, 10), 32: (40, 10), 100: (20, 5)},
+    "cb": {4: (40, 10), 16: (40, 10), 32: (40, 10)},
+}
 FEW_SHOT_LABELS = ("hyperformer++ transfer", "st-adapters")
 FEW_SHOT_PUBLISHED = ("hyperformer++", "adapters† (multi-task, transferred)")  # the paper's columns beside ours
 ABLATED = "hyperformer++"  # the model our ablation removes components from (the paper's Table 4: Hyperformer-small)
