@@ -1,5 +1,6 @@
-"""The one-off backfill of what the report needs into records made before records kept it (`scripts/backfill_labels.py`):
-it gives back what the committed records hold, and refuses a record whose examples are not the ones it scored."""
+"""The one-off backfill of what the report needs into records made before records kept it
+(`scripts/backfill_labels.py`): it gives back what the committed records hold, and refuses a record whose examples
+are not the ones it scored."""
 
 import importlib.util
 import json

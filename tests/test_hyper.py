@@ -6,10 +6,10 @@ from transformers import AutoModel, AutoTokenizer, Trainer, TrainingArguments
 
 from adaptstudy.data import load_task
 from adaptstudy.models.backbones import resolve_backbone
-from adaptstudy.models.methods.hyperformer import POSITIONS, HyperConfig, Hypernetworks, insert_adapters
+from adaptstudy.models.methods.hyperformer import POSITIONS, HyperConfig, Hypernetworks, at_own_rate, insert_adapters
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.multitask_config import MultiTaskConfig
-from adaptstudy.training.multitask import build_multitask_model, hypernetwork_optimizer
+from adaptstudy.training.multitask import build_multitask_model, own_rate_optimizer
 
 L, H = 6, 384
 TASKS = ("rte", "mrpc")
@@ -130,7 +130,7 @@ def test_the_search_knobs_set_the_hypernetworks_init_and_their_own_learning_rate
     generator = model.bert.hypernetworks.generators[0].down.weight
     assert generator.std().item() == pytest.approx(1e-2, rel=0.05)
     args = TrainingArguments(output_dir=str(tmp_path), learning_rate=1e-4, report_to=[], use_cpu=True)
-    optimizer = hypernetwork_optimizer(Trainer(model=model, args=args), 1e-3)
+    optimizer = own_rate_optimizer(Trainer(model=model, args=args), 1e-3, at_own_rate)
     rates = {}
     for group in optimizer.param_groups:
         rates[group["lr"]] = rates.get(group["lr"], 0) + sum(p.numel() for p in group["params"])

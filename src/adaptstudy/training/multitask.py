@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,31 +55,25 @@ def build_multitask_model(config: MultiTaskConfig) -> MultiTaskModel:
     )
     if not METHODS.get(config.method).changes_sequence:
         train_last_layer_at_queries(model.bert)  # the heads read the pooler, which reads [CLS]
+    method = METHODS.get(config.method)
     if config.transfer_from is None:
-        return METHODS.get(config.method).apply_to_encoder(model, config)
+        return method.apply_to_encoder(model, config)
     source = config.source()
-    METHODS.get(config.method).apply_to_encoder(model, source)  # hypernetworks for the source tasks
+    method.apply_to_encoder(model, source)  # as the source run was built, for its tasks
     load_encoder(model, source.artifact_dir())
-    for task in config.tasks:
-        model.bert.hypernetworks.add_task(task)
-    for name, param in model.named_parameters():
-        param.requires_grad_(
-            any(
-                name == f"bert.hypernetworks.task_embeddings.{t}" or name.startswith(f"heads.{t}.")
-                for t in config.tasks
-            )
-        )
+    method.transfer(model, tuple(config.tasks))  # transfer_from is among the settings of methods that have one
     return model
 
 
-def hypernetwork_optimizer(trainer: Trainer, rate: float) -> torch.optim.Optimizer:
-    """The Trainer's optimizer, with the hypernetworks and task embeddings at `rate` and the rest (heads, layer
-    norms) at the run's rate; weight decay as the Trainer applies it (not on biases and layer norms)."""
+def own_rate_optimizer(trainer: Trainer, rate: float, own_rate: Callable[[str], bool]) -> torch.optim.Optimizer:
+    """The Trainer's optimizer, with the parameters `own_rate` names (a method's, e.g. Hyperformer's hypernetworks
+    and task embeddings) at `rate` and the rest (heads, layer norms) at the run's rate; weight decay as the Trainer
+    applies it (not on biases and layer norms)."""
     decay = set(trainer.get_decay_parameter_names(trainer.model))
     groups: dict[tuple[bool, bool], list] = {}
     for name, param in trainer.model.named_parameters():
         if param.requires_grad:
-            groups.setdefault((name.startswith("bert.hypernetworks."), name in decay), []).append(param)
+            groups.setdefault((own_rate(name), name in decay), []).append(param)
     optimizer_cls, kwargs = Trainer.get_optimizer_cls_and_kwargs(trainer.args, trainer.model)
     return optimizer_cls(
         [
@@ -191,7 +185,8 @@ def train_multitask(
         def create_optimizer(self):
             if config.hypernetwork_learning_rate is None:
                 return super().create_optimizer()
-            self.optimizer = hypernetwork_optimizer(self, config.hypernetwork_learning_rate)
+            own_rate = METHODS.get(config.method).own_rate  # the setting is among the methods' that have one
+            self.optimizer = own_rate_optimizer(self, config.hypernetwork_learning_rate, own_rate)
             return self.optimizer
 
     def score_epoch(state) -> None:

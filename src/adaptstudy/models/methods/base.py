@@ -82,6 +82,17 @@ class Method:
     fusion_source: bool = False  # its trained adapter is one AdapterFusion can combine (a single-task source)
     per_task_adapters: bool = False  # a multi-task run of it keeps an adapter per task (Fusion w/ MT-A's sources)
     changes_sequence: bool = False  # adds positions to the input or to attention's keys (soft prompts, prefixes)
+    # the parameters a multi-task run trains at the method's own rate (`hypernetwork_learning_rate`), by name
+    own_rate: Callable[[str], bool] | None = field(default=None, repr=False)
+    # a transfer (`transfer_from`): prepare a source run's trained model for new tasks, training only what they add
+    transfer: Callable[[nn.Module, tuple[str, ...]], None] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        """A method that takes a setting has what the setting needs, checked when it is registered."""
+        needs = {"transfer_from": "transfer", "hypernetwork_learning_rate": "own_rate"}
+        missing = [f"{s} but no `{h}`" for s, h in needs.items() if s in self.settings and not getattr(self, h)]
+        if missing:
+            raise ValueError(f"method {self.name!r} takes {'; '.join(missing)}")
 
     @property
     def uses_adapter_size(self) -> bool:

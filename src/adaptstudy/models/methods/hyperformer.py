@@ -218,6 +218,25 @@ def insert_adapters(encoder: nn.Module, config: HyperConfig) -> Hypernetworks:
     return hypernetworks
 
 
+HYPERNETWORKS = "bert.hypernetworks."  # where a multi-task model (`models.multitask`) keeps them, by parameter name
+
+
+def at_own_rate(name: str) -> bool:
+    """The hypernetworks and task embeddings: what `hypernetwork_learning_rate` trains at."""
+    return name.startswith(HYPERNETWORKS)
+
+
+def transfer_to(model: nn.Module, tasks: tuple[str, ...]) -> None:
+    """A source run's trained multi-task model, for few-shot transfer to `tasks`: a new task embedding each, trained
+    with its head alone (the hypernetworks and the encoder frozen)."""
+    for task in tasks:
+        model.bert.hypernetworks.add_task(task)
+    for name, param in model.named_parameters():
+        param.requires_grad_(
+            any(name == f"{HYPERNETWORKS}task_embeddings.{t}" or name.startswith(f"heads.{t}.") for t in tasks)
+        )
+
+
 def hypernetwork_method(shared: bool) -> Callable[[nn.Module, object], nn.Module]:
     """`prepare` for Hyperformer (shared=False) and Hyperformer++: hypernetwork-generated adapters in the
     encoder, for the run's tasks (`tasks` of a multi-task run, else its one task), the first selected."""

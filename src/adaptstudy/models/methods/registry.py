@@ -24,7 +24,7 @@ from adaptstudy.models.methods.base import (
 )
 from adaptstudy.models.methods.bottleneck import add_houlsby, add_pfeiffer
 from adaptstudy.models.methods.fusion import add_fusion
-from adaptstudy.models.methods.hyperformer import hypernetwork_method
+from adaptstudy.models.methods.hyperformer import at_own_rate, hypernetwork_method, transfer_to
 from adaptstudy.models.methods.library import PROMPT_TOKENS, from_library
 from adaptstudy.models.methods.task_adapters import add_task_adapters
 
@@ -149,6 +149,8 @@ for _m in (
             default_learning_rate=3e-4,
             settings=ADAPTER_SETTINGS | HYPERNETWORK_SETTINGS,
             default_adapter_size=24,
+            own_rate=at_own_rate,
+            transfer=transfer_to,
         )
         for name, shared, detail in (
             ("hyperformer", False, "hypernetworks per layer and position"),
