@@ -1,6 +1,7 @@
 """Every chapter is one registration (`reporting/chapters.py`): registered, it must be a page of the book, run by
 `make book` and `make smoke`, and executed by the notebook tests; and every declared claim has a chapter."""
 
+import importlib
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ def test_a_registered_chapter_is_in_the_book_the_makefile_and_the_notebook_tests
 
 
 def test_a_chapter_missing_from_the_book_is_caught():
-    ghost = Chapter("ghost", page="06_analysis_ghost", study="ghost", label_runs=lambda r: r, verdicts=lambda r: [])
+    ghost = Chapter("ghost", page="06_analysis_ghost", study="ghost")
     assert missing_places(ghost) == [
         "book/_toc.yml",
         "notebooks/",
@@ -47,4 +48,15 @@ def test_a_chapter_missing_from_the_book_is_caught():
 def test_every_claim_has_a_registered_chapter_and_the_chapters_follow_the_book():
     names = [c.name for c in CHAPTERS]
     assert {CLAIMS.get(k).chapter for k in CLAIMS} <= set(names)
-    assert names == ["houlsby", "peft", "dsp", "fusion", "hyperformer"]  # the order of book/_toc.yml
+    assert names == ["houlsby", "peft", "dsp", "fusion", "hyperformer", "efficiency"]  # the order of book/_toc.yml
+
+
+def test_every_chapter_that_judges_claims_has_the_same_files():
+    """Its registration, its paper's numbers, its tables, its claims and their declaration: one place to look."""
+    for chapter in CHAPTERS:
+        if chapter.study is None:
+            continue
+        package = Path(importlib.import_module(type(chapter).__module__).__file__).parent  # reporting/
+        folder = next(p.parent for p in package.rglob("chapter.py") if f'"{chapter.name}"' in p.read_text())
+        present = {p.name for p in folder.iterdir()}
+        assert {"chapter.py", "published.py", "tables.py", "claims.py", "claims.yaml"} <= present, chapter.name

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from adaptstudy.reporting.efficiency import (
+from adaptstudy.reporting.efficiency.candidates import (
+    allocator_note,
+    attention_note,
+    candidates_note,
+    candidates_table,
+)
+from adaptstudy.reporting.efficiency.sweeps import PARALLEL_GAIN, parallel_note, parallel_table
+from adaptstudy.reporting.efficiency.tables import (
     commit_note,
     commit_table,
     efficiency_table,
@@ -23,13 +30,6 @@ from adaptstudy.reporting.efficiency import (
     side_by_side,
     targets,
 )
-from adaptstudy.reporting.efficiency_candidates import (
-    allocator_note,
-    attention_note,
-    candidates_note,
-    candidates_table,
-)
-from adaptstudy.reporting.efficiency_sweeps import PARALLEL_GAIN, parallel_note, parallel_table
 
 COMMITTED = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "parallel_sweep.json"
 

@@ -11,7 +11,7 @@ from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.peft import claims as pc
 from adaptstudy.reporting.peft import figures as pf
 from adaptstudy.reporting.peft import tables as pt
-from adaptstudy.reporting.published import PEFT_REPORT_METHODS
+from adaptstudy.reporting.peft.published import PEFT_REPORT_METHODS
 from adaptstudy.runs.finetune_config import FinetuneConfig
 
 BACKBONE = 22_713_216

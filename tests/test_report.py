@@ -15,7 +15,7 @@ from adaptstudy.reporting.common import (
 )
 from adaptstudy.reporting.costs import partly_timed, run_costs, study_cost
 from adaptstudy.reporting.evidence import VERDICTS
-from adaptstudy.reporting.published import HOULSBY_2019
+from adaptstudy.reporting.houlsby.published import HOULSBY_2019
 from adaptstudy.reporting.selection import grid_edge_note, precision_by, precision_by_stage
 from adaptstudy.runs.finetune_config import FinetuneConfig
 

@@ -24,9 +24,9 @@ TOC = PROJECT_ROOT / "book" / "_toc.yml"
 class Chapter:
     name: str  # its claims' keys start with `name.`: houlsby, peft, dsp, fusion, hyperformer
     page: str  # the notebook that judges it, which is its page in the book
-    study: str  # its records' folder under results/
-    label_runs: Callable[[pd.DataFrame], pd.DataFrame]
-    verdicts: Callable[[pd.DataFrame], list[Verdict]]
+    study: str | None = None  # its records' folder under results/ (None: it reads no run records)
+    label_runs: Callable[[pd.DataFrame], pd.DataFrame] = lambda runs: runs
+    verdicts: Callable[[pd.DataFrame], list[Verdict]] = lambda runs: []  # none: it judges no claim
     chooser: int | None = 0  # the seed that chose settings on the selection split (never reported); None: none
 
     def fresh_verdicts(self, runs: pd.DataFrame, verdicts: list[Verdict]) -> list[Verdict]:

@@ -15,7 +15,7 @@ from adaptstudy.runs.records import paid_seconds, records_frame
 
 PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm"
 BUDGET_H = 10.0  # CPU-hours on an AVX512-BF16 machine (`planning.allocation` spends them)
-STUDIES = {c.name: c.study for c in load_chapters()}  # chapter -> its results folder
+STUDIES = {c.name: c.study for c in load_chapters() if c.study}  # chapter -> its results folder
 RULE = (
     "each exploratory claim costs the fresh seeds of the cells it rests on (5 where a run took under 2 minutes, else "
     "3) at the median seconds their committed runs paid, prerequisites once; the cheapest claim is taken first, within "

@@ -17,7 +17,7 @@ from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.runs.records import paid_seconds
 
-CHAPTERS = load_chapters()  # every registered chapter, in the book's order
+CHAPTERS = [c for c in load_chapters() if c.study]  # every chapter that judges runs, in the book's order
 PAGES = {c.name: c.page for c in CHAPTERS}  # chapter (a claim key's first part) -> the book page that judges it
 COLUMNS = [
     "claim",

@@ -23,15 +23,15 @@ from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.baselines import FLAG_NOTE, flagged, learned_nothing, record_baseline
 from adaptstudy.reporting.common import mean_sd, span
 from adaptstudy.reporting.costs import study_cost
-from adaptstudy.reporting.published import (
+from adaptstudy.reporting.dsp.published import (
     DSP_CONDITIONS,
     DSP_DOMAINS,
     DSP_METRICS,
     DSP_NOT_OFFLINE,
     DSP_STD,
     GURURANGAN_2020,
-    published_frame,
 )
+from adaptstudy.reporting.published import published_frame
 from adaptstudy.runs.records import paid_seconds
 
 CORPUS_DOMAIN = {"reviews": "Reviews", "news": "News"}  # our DAPT corpora and the paper's domain names

@@ -15,8 +15,9 @@ from adaptstudy.reporting.baselines import flag_runs, selection_failures
 from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
 from adaptstudy.reporting.common import config_column, format_mean_sd, reported
 from adaptstudy.reporting.evidence import Arm, Unit, contrast, judge
+from adaptstudy.reporting.houlsby.published import HOULSBY_COURSE
 from adaptstudy.reporting.houlsby.tables import SELECTION_SEED, at_chosen_rates, best_sizes, reported_at_chosen_rates
-from adaptstudy.reporting.published import HOULSBY_COURSE, published_frame
+from adaptstudy.reporting.published import published_frame
 from adaptstudy.reporting.verdict_tables import verdict_table
 
 FAMILIES = {

@@ -21,7 +21,7 @@ from adaptstudy.reporting.common import (
     format_mean_sd,
 )
 from adaptstudy.reporting.costs import partly_timed
-from adaptstudy.reporting.published import (
+from adaptstudy.reporting.houlsby.published import (
     HOULSBY_2019,
     HOULSBY_HUB_COPIES,
     HOULSBY_NOT_OFFLINE,
@@ -30,8 +30,8 @@ from adaptstudy.reporting.published import (
     HOULSBY_TABLE2_AVERAGE,
     HOULSBY_TABLE2_METHODS,
     HOULSBY_TABLE2_PARAMS,
-    published_frame,
 )
+from adaptstudy.reporting.published import published_frame
 from adaptstudy.reporting.selection import grid_edge_note
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]

@@ -12,8 +12,8 @@ from adaptstudy.reporting.baselines import flag_runs
 from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
 from adaptstudy.reporting.common import reported
 from adaptstudy.reporting.evidence import Unit, contrast
+from adaptstudy.reporting.peft.published import PEFT_REPORT_METHODS, PEFT_REPORT_SETTINGS
 from adaptstudy.reporting.peft.tables import at_chosen_rates
-from adaptstudy.reporting.published import PEFT_REPORT_METHODS, PEFT_REPORT_SETTINGS
 from adaptstudy.reporting.verdict_tables import verdict_table
 
 DECLARED = declare_chapter(declaration_path(__file__), "peft")

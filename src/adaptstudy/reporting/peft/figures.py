@@ -10,8 +10,8 @@ import pandas as pd
 import seaborn as sns
 
 from adaptstudy.reporting.common import reported
+from adaptstudy.reporting.peft.published import PEFT_REPORT_METHODS
 from adaptstudy.reporting.peft.tables import at_chosen_rates
-from adaptstudy.reporting.published import PEFT_REPORT_METHODS
 
 
 def method_palette(methods) -> dict[str, tuple]:

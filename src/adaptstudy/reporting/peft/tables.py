@@ -21,15 +21,15 @@ from adaptstudy.reporting.common import (
     format_mean_sd,
     reported,
 )
-from adaptstudy.reporting.published import (
+from adaptstudy.reporting.peft.published import (
     PEFT_REPORT,
     PEFT_REPORT_EPOCH_S,
     PEFT_REPORT_METHODS,
     PEFT_REPORT_PARAMS,
     PEFT_REPORT_SETTINGS,
     PEFT_REPORT_STAND_INS,
-    published_frame,
 )
+from adaptstudy.reporting.published import published_frame
 from adaptstudy.reporting.selection import grid_edge_note
 
 SELECTION_SETTING = PEFT_REPORT_SETTINGS[0.9]

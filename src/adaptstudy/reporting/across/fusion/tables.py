@@ -14,6 +14,7 @@ import pandas as pd
 
 from adaptstudy.reporting.across.fusion.attention import attention_verdicts
 from adaptstudy.reporting.across.fusion.claims import DECLARED
+from adaptstudy.reporting.across.fusion.published import FUSION_COLUMNS, FUSION_NOT_OFFLINE, PFEIFFER_2021
 from adaptstudy.reporting.baselines import (
     FLAG_NOTE,
     constants_by_task,
@@ -26,7 +27,7 @@ from adaptstudy.reporting.baselines import (
 from adaptstudy.reporting.claims import Verdict, arm, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, choose_learning_rates, config_column, mean_sd, scale_note
 from adaptstudy.reporting.evidence import Unit, contrast
-from adaptstudy.reporting.published import FUSION_COLUMNS, FUSION_NOT_OFFLINE, PFEIFFER_2021, published_frame
+from adaptstudy.reporting.published import published_frame
 from adaptstudy.reporting.verdict_tables import verdict_table
 
 FUSION_TARGETS = ("rte", "mrpc", "sst2", "imdb", "cb")

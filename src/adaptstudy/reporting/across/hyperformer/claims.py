@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from adaptstudy.data.tasks import resolve_task
+from adaptstudy.reporting.across.hyperformer.published import HYPER_FEW_SHOT
 from adaptstudy.reporting.across.hyperformer.tables import (
     ABLATED,
     ABLATIONS,
@@ -23,7 +24,6 @@ from adaptstudy.reporting.baselines import selection_failures, validation_learne
 from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, reported
 from adaptstudy.reporting.evidence import Unit, contrast
-from adaptstudy.reporting.published import HYPER_FEW_SHOT
 from adaptstudy.reporting.verdict_tables import verdict_table
 
 DECLARED = declare_chapter(declaration_path(__file__), "hyperformer")

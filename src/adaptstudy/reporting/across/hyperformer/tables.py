@@ -15,6 +15,13 @@ import pandas as pd
 import seaborn as sns
 
 from adaptstudy.data.tasks import resolve_task
+from adaptstudy.reporting.across.hyperformer.published import (
+    HYPER_ABLATED,
+    HYPER_ABLATION,
+    HYPER_COLUMNS,
+    HYPER_FEW_SHOT,
+    HYPER_TABLE1,
+)
 from adaptstudy.reporting.baselines import flagged, learned_nothing, record_baseline, validation_learned
 from adaptstudy.reporting.common import (
     SELECTION_SEED,
@@ -23,7 +30,6 @@ from adaptstudy.reporting.common import (
     mean_sd,
     reported,
 )
-from adaptstudy.reporting.published import HYPER_ABLATED, HYPER_ABLATION, HYPER_COLUMNS, HYPER_FEW_SHOT, HYPER_TABLE1
 
 GLUE5 = ("cola", "sst2", "mrpc", "stsb", "rte")
 AVERAGE_5, AVERAGE_8 = "average (these 5)", HYPER_COLUMNS[-1]

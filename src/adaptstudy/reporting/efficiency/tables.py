@@ -1,5 +1,5 @@
 """The Efficiency page: the throughput benchmark's JSON per machine kind as tables, a plot and whether each target is
-met; the step profiles. What was tried, kept or dropped, is `efficiency_candidates`."""
+met; the step profiles. What was tried, kept or dropped, is `candidates`."""
 
 from __future__ import annotations
 
