@@ -10,11 +10,15 @@ import yaml
 from adaptstudy.reporting.common import load_runs
 
 ROOT = Path(__file__).resolve().parents[1]
-PLANNED = {  # stage-2 grid: (results folder, the package with the study's `plan` and `tables`)
-    "houlsby_report.yaml": ("houlsby", "adaptstudy.reporting.houlsby"),
-    "peft_imdb_report.yaml": ("peft_imdb", "adaptstudy.reporting.peft"),
-    "fusion_report.yaml": ("fusion", "adaptstudy.reporting.across.fusion"),
-    "hyperformer_report.yaml": ("hyperformer", "adaptstudy.reporting.across.hyperformer"),
+PLANNED = {  # stage-2 grid: (results folder, the chapter package with its `tables`, its planner)
+    "houlsby_report.yaml": ("houlsby", "adaptstudy.reporting.houlsby", "adaptstudy.planning.houlsby"),
+    "peft_imdb_report.yaml": ("peft_imdb", "adaptstudy.reporting.peft", "adaptstudy.planning.peft"),
+    "fusion_report.yaml": ("fusion", "adaptstudy.reporting.across.fusion", "adaptstudy.planning.fusion"),
+    "hyperformer_report.yaml": (
+        "hyperformer",
+        "adaptstudy.reporting.across.hyperformer",
+        "adaptstudy.planning.hyperformer",
+    ),
 }
 
 
@@ -24,7 +28,7 @@ def test_every_committed_stage_2_grid_has_a_planner():
 
 @pytest.mark.parametrize("grid", sorted(PLANNED))
 def test_the_committed_stage_2_grid_is_the_one_the_committed_stage_1_records_choose(grid):
-    folder, package = PLANNED[grid]
-    plan, tables = import_module(f"{package}.plan"), import_module(f"{package}.tables")
+    folder, package, planner = PLANNED[grid]
+    plan, tables = import_module(planner), import_module(f"{package}.tables")
     runs = tables.label_runs(load_runs(ROOT / "results" / folder))
     assert yaml.safe_load((ROOT / "params" / "cpu" / grid).read_text()) == plan.report_grid(runs)

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from adaptstudy.common.registry import did_you_mean
 
@@ -82,3 +82,24 @@ class RunConfig(BaseModel):
     @property
     def run_id(self) -> str:
         return run_id(self.identity())
+
+
+class TrainingRun(RunConfig):
+    """The training settings every kind of run has (fine-tuning, multi-task, pretraining), declared once: the one
+    training core builds its optimizer, schedule and checkpoints from them (`training.core.Session.arguments`). A
+    kind of run whose recipe differs declares its own default (pretraining: Don't Stop Pretraining's)."""
+
+    backbone: str = "minilm-l6"
+    seed: int = 0
+    learning_rate: float | None = Field(None, gt=0, description="None: the method's default")
+    num_train_epochs: float = Field(3.0, gt=0)
+    max_seq_length: int = Field(128, ge=8, le=4096)
+    batch_size: int = Field(32, ge=1)
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    adam_beta2: float = Field(0.999, gt=0, lt=1, description="Don't Stop Pretraining's recipe uses 0.98")
+    adam_epsilon: float = Field(1e-8, gt=0, description="Don't Stop Pretraining's recipe uses 1e-6")
+    precision: Precision = "auto"
+    data_dir: str | None = None
+    results_dir: str | None = Field(None, description="None: results/<study> in the project")
+    checkpoint_every_s: float = Field(300.0, ge=0, description="sweeps: seconds between checkpoints (0: every step)")

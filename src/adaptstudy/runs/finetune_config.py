@@ -16,13 +16,13 @@ from adaptstudy.data.tasks import load_task, resolve_task, with_selection
 from adaptstudy.models.backbones import BACKBONES, check_backbone, check_sequence_length, resolve_backbone
 from adaptstudy.models.methods import METHODS, continuing, methods_that
 from adaptstudy.runs.artifacts import FULL_MODES, artifact_base
-from adaptstudy.runs.base import Precision, RunConfig, validate
+from adaptstudy.runs.base import RunConfig, TrainingRun, validate
 from adaptstudy.runs.method_settings import refuse_foreign_settings
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import Reference, artifact_folder, reference_meta
 
 
-class FinetuneConfig(RunConfig):
+class FinetuneConfig(TrainingRun):
     """One fine-tuning run: a (task, method, backbone, seed) and how it is trained."""
 
     LOCATIONS: ClassVar[frozenset[str]] = RunConfig.LOCATIONS | {"keep_adapter"}
@@ -48,10 +48,7 @@ class FinetuneConfig(RunConfig):
 
     task: str | dict[str, Any] = Field("rte", description="a registered task, or a mapping declaring a custom task")
     method: str = "houlsby"
-    backbone: str = "minilm-l6"
     seed: int = 42
-    learning_rate: float | None = Field(None, gt=0, description="None: the method's default")
-    num_train_epochs: float = Field(3.0, gt=0)
     max_steps: int | None = Field(
         None,
         ge=1,
@@ -59,23 +56,13 @@ class FinetuneConfig(RunConfig):
         "curves: the same number of updates at every data size)",
     )
     max_train_examples: int | None = Field(None, gt=0, description="None: the whole training set")
-    max_seq_length: int = Field(128, ge=8, le=4096)
-    batch_size: int = Field(32, ge=1)
     adapter_size: int | None = Field(None, ge=1, description="bottleneck width; only for adapter methods")
-    data_dir: str | None = None
-    results_dir: str | None = Field(None, description="None: results/finetune in the project")
     # Settings beyond the notebook's parameters, for profiles and sweeps.
     data_seed: int = 0
-    warmup_ratio: float = Field(0.1, ge=0, lt=1)
-    weight_decay: float = Field(0.0, ge=0)
-    adam_beta2: float = Field(0.999, gt=0, lt=1, description="Don't Stop Pretraining's recipe uses 0.98")
-    adam_epsilon: float = Field(1e-8, gt=0, description="Don't Stop Pretraining's recipe uses 1e-6")
     eval_batch_size: int = Field(128, ge=1)
-    precision: Precision = "auto"
     train_fraction: float = Field(
         1.0, gt=0, le=1, description="share of the (capped) training set; nested across values"
     )
-    checkpoint_every_s: float = Field(300.0, ge=0, description="sweeps: seconds between checkpoints (0: every step)")
     top_k_layers: int | None = Field(None, ge=1, description="top_k: how many of the top transformer layers train")
     adapter_init_std: float | None = Field(
         None, gt=0, description="adapter methods: init std (None: the library's 1e-2)"

@@ -14,11 +14,11 @@ from adaptstudy.data.splits import selection_splits, subsample
 from adaptstudy.data.tasks import load_task, resolve_task, with_selection
 from adaptstudy.models.backbones import check_backbone, check_sequence_length
 from adaptstudy.models.methods import METHODS
-from adaptstudy.runs.base import Precision, RunConfig, validate
+from adaptstudy.runs.base import TrainingRun, validate
 from adaptstudy.runs.method_settings import refuse_foreign_settings
 
 
-class MultiTaskConfig(RunConfig):
+class MultiTaskConfig(TrainingRun):
     """One multi-task (or, with one task, single-task) run under the paper's splits and selection."""
 
     NEUTRAL: ClassVar[dict[str, Any]] = {
@@ -32,16 +32,11 @@ class MultiTaskConfig(RunConfig):
 
     tasks: tuple[str, ...] = Field(min_length=1, description="registered task names")
     method: str = "hyperformer++"
-    backbone: str = "minilm-l6"
-    seed: int = 0
-    learning_rate: float | None = Field(None, gt=0, description="None: the method's default")
     num_train_epochs: float = Field(3.0, gt=0, description="passes of sum-over-tasks examples / batch size batches")
     max_train_examples: int | None = Field(None, gt=0, description="per task, after the model-selection hold-out")
     max_eval_examples: int | None = Field(
         None, gt=0, description="per task, cap on each of validation and test (seeded)"
     )
-    max_seq_length: int = Field(128, ge=8, le=4096)
-    batch_size: int = Field(32, ge=1)
     temperature: float = Field(10.0, ge=1.0, description="task sampling: p_t ∝ n_t^(1/T)")
     split_rule: Literal["hyperformer", "selection"] = Field(
         "hyperformer",
@@ -79,15 +74,7 @@ class MultiTaskConfig(RunConfig):
         "encoder stay frozen and only a new task embedding (and the new task's head) train",
     )
     data_seed: int = 0
-    warmup_ratio: float = Field(0.1, ge=0, lt=1)
-    weight_decay: float = Field(0.0, ge=0)
-    adam_beta2: float = Field(0.999, gt=0, lt=1)
-    adam_epsilon: float = Field(1e-8, gt=0)
     eval_batch_size: int = Field(128, ge=1)
-    precision: Precision = "auto"
-    data_dir: str | None = None
-    results_dir: str | None = Field(None, description="None: results/multitask in the project")
-    checkpoint_every_s: float = Field(300.0, ge=0)
 
     @model_validator(mode="after")
     def _known_names(self) -> MultiTaskConfig:

@@ -16,21 +16,20 @@ from adaptstudy.data.corpora import CORPORA
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.models.backbones import check_backbone, resolve_backbone
 from adaptstudy.runs.artifacts import FULL_MODES, artifact_meta, is_artifact
-from adaptstudy.runs.base import Precision, RunConfig
+from adaptstudy.runs.base import TrainingRun
 
 Reference = str | os.PathLike | dict
 
 
-class PretrainConfig(RunConfig):
+class PretrainConfig(TrainingRun):
     """One masked-LM pretraining run on a corpus, from a backbone or from an earlier run's artifact."""
 
-    LOCATIONS: ClassVar[frozenset[str]] = RunConfig.LOCATIONS | {"output_dir"}
+    LOCATIONS: ClassVar[frozenset[str]] = TrainingRun.LOCATIONS | {"output_dir"}
     NEUTRAL: ClassVar[dict[str, Any]] = {"adam_beta2": 0.98, "adam_epsilon": 1e-6}
     STUDY: ClassVar[str] = "pretrain"
 
     corpus: str = Field(description="a registered corpus, or task:<name> (TAPT: the task's training texts)")
     mode: Literal["head", "full", "seq_bn", "unipelt"] = "full"
-    backbone: str = "minilm-l6"
     init_from: str | dict[str, Any] | None = Field(
         None,
         description="a full artifact of an earlier run (e.g. the warmed head, or DAPT for DAPT+TAPT): its folder, or "
@@ -44,18 +43,12 @@ class PretrainConfig(RunConfig):
     corpus_fraction: float = Field(1.0, gt=0, le=1, description="share of the corpus's documents (seeded, nested)")
     held_out_fraction: float = Field(0.05, ge=0, lt=0.5, description="documents kept out for the held-out MLM loss")
     max_seq_length: int = Field(128, ge=16, le=512)
-    batch_size: int = Field(32, ge=1)
     learning_rate: float = Field(1e-4, gt=0)
     warmup_ratio: float = Field(0.06, ge=0, lt=1)
     weight_decay: float = Field(0.01, ge=0)
     adam_beta2: float = Field(0.98, gt=0, lt=1, description="Don't Stop Pretraining's recipe (RoBERTa's)")
     adam_epsilon: float = Field(1e-6, gt=0, description="Don't Stop Pretraining's recipe (RoBERTa's)")
-    seed: int = 0
-    precision: Precision = "auto"
-    data_dir: str | None = None
-    results_dir: str | None = Field(None, description="None: results/pretrain in the project")
     output_dir: str | None = Field(None, description="where the artifact goes (None: the cache, by run id)")
-    checkpoint_every_s: float = Field(300.0, ge=0)
 
     @model_validator(mode="after")
     def _known_names(self) -> PretrainConfig:

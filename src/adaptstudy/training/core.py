@@ -25,7 +25,7 @@ from transformers import Trainer, TrainingArguments
 from adaptstudy.common.files import read_marker
 from adaptstudy.models.fast_dropout import use_fast_dropout
 from adaptstudy.models.methods import METHODS
-from adaptstudy.runs.base import RunConfig, validate
+from adaptstudy.runs.base import TrainingRun, validate
 from adaptstudy.runs.identity import base_record
 from adaptstudy.runs.records import peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
 from adaptstudy.training.callbacks import NonFiniteLossError, StopOnDivergence, StopOnNonFiniteLoss, TimedCheckpoints
@@ -51,12 +51,12 @@ FIRST_LOSS = "first_loss"  # in a checkpoint's marker: the first step's loss, th
 class Run:
     """A run under way: its resolved settings and the record it will write."""
 
-    config: RunConfig
+    config: TrainingRun
     record: dict[str, Any]
     peak_rss_scope: str
 
 
-def start(config: RunConfig | Mapping[str, Any], kind: type[RunConfig]) -> Run:
+def start(config: TrainingRun | Mapping[str, Any], kind: type[TrainingRun]) -> Run:
     """Validate and resolve the settings, and take the record's identity (the commit and versions that this run
     starts from) before anything trains."""
     if not isinstance(config, kind):
@@ -73,7 +73,7 @@ class Session:
     """One Trainer run: in `checkpoint_dir` (checkpoints every `checkpoint_every_s` seconds, resumed from the last
     complete one), or in a temporary folder that goes when the session ends."""
 
-    def __init__(self, config: RunConfig, checkpoint_dir: str | os.PathLike | None = None):
+    def __init__(self, config: TrainingRun, checkpoint_dir: str | os.PathLike | None = None):
         self.config, self.checkpointing = config, checkpoint_dir is not None
         self._scratch = None if self.checkpointing else tempfile.TemporaryDirectory(prefix="adaptstudy-")
         self.output_dir = Path(checkpoint_dir) if self.checkpointing else Path(self._scratch.name)
