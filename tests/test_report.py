@@ -3,20 +3,18 @@ and the foundation chapter's verdict per task."""
 
 import pandas as pd
 
-from adaptstudy.reporting.common import (
-    adapter_gap,
-    choose_learning_rates,
-    compare_with_published,
-    format_mean_sd,
-    grid_edge,
-    load_runs,
-    mean_sd,
-    scale_note,
-)
+from adaptstudy.reporting.common import format_mean_sd, load_runs, mean_sd, scale_note
 from adaptstudy.reporting.costs import partly_timed, run_costs, study_cost
 from adaptstudy.reporting.evidence import VERDICTS
+from adaptstudy.reporting.foundation import adapter_gap, compare_with_published
 from adaptstudy.reporting.houlsby.published import HOULSBY_2019
-from adaptstudy.reporting.selection import grid_edge_note, precision_by, precision_by_stage
+from adaptstudy.reporting.selection import (
+    choose_learning_rates,
+    grid_edge,
+    grid_edge_note,
+    precision_by,
+    precision_by_stage,
+)
 from adaptstudy.runs.finetune_config import FinetuneConfig
 
 

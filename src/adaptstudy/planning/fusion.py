@@ -27,7 +27,8 @@ from adaptstudy.reporting.across.fusion.tables import (
     protocol_sources,
     source_gate,
 )
-from adaptstudy.reporting.common import SELECTION_SEED, choice_score
+from adaptstudy.reporting.common import SELECTION_SEED
+from adaptstudy.reporting.selection import choice_score
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config
 
 SEEDS = [1, 2, 3]

@@ -27,9 +27,9 @@ import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.planning.stage_2 import shared_settings, stage_2_main
-from adaptstudy.reporting.common import choice_score
 from adaptstudy.reporting.peft.published import PEFT_REPORT_METHODS
 from adaptstudy.reporting.peft.tables import CHOOSING_BACKBONE, chosen_learning_rates, label_runs, selection_grid
+from adaptstudy.reporting.selection import choice_score
 from adaptstudy.runs.grid import load_grid
 
 STAGE_1 = PROJECT_ROOT / "params" / "cpu" / "peft_imdb_select.yaml"

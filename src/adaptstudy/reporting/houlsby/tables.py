@@ -12,14 +12,7 @@ import numpy as np
 import pandas as pd
 
 from adaptstudy.reporting.baselines import FLAG_NOTE, constants_by_task, flag_runs, flagged
-from adaptstudy.reporting.common import (
-    SELECTION_SEED,
-    at_learning_rates,
-    choose_learning_rates,
-    chosen_on,
-    config_column,
-    format_mean_sd,
-)
+from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd
 from adaptstudy.reporting.costs import partly_timed
 from adaptstudy.reporting.houlsby.published import (
     HOULSBY_2019,
@@ -32,7 +25,7 @@ from adaptstudy.reporting.houlsby.published import (
     HOULSBY_TABLE2_PARAMS,
 )
 from adaptstudy.reporting.published import published_frame
-from adaptstudy.reporting.selection import grid_edge_note
+from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates, chosen_on, grid_edge_note
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
 SIZES = (8, 64, 256)

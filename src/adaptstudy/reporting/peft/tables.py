@@ -12,15 +12,7 @@ import numpy as np
 import pandas as pd
 
 from adaptstudy.reporting.baselines import FLAG_NOTE, flag_runs, flagged
-from adaptstudy.reporting.common import (
-    SELECTION_SEED,
-    at_learning_rates,
-    choose_learning_rates,
-    chosen_on,
-    config_column,
-    format_mean_sd,
-    reported,
-)
+from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
 from adaptstudy.reporting.peft.published import (
     PEFT_REPORT,
     PEFT_REPORT_EPOCH_S,
@@ -30,7 +22,7 @@ from adaptstudy.reporting.peft.published import (
     PEFT_REPORT_STAND_INS,
 )
 from adaptstudy.reporting.published import published_frame
-from adaptstudy.reporting.selection import grid_edge_note
+from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates, chosen_on, grid_edge_note
 
 SELECTION_SETTING = PEFT_REPORT_SETTINGS[0.9]
 CHOOSING_BACKBONE = "minilm-l6"  # the backbone stage 1 chooses rates on; the others run at its rates

@@ -25,9 +25,10 @@ from adaptstudy.reporting.baselines import (
     selection_failures,
 )
 from adaptstudy.reporting.claims import Verdict, arm, verdict_of
-from adaptstudy.reporting.common import SELECTION_SEED, choose_learning_rates, config_column, mean_sd, scale_note
+from adaptstudy.reporting.common import SELECTION_SEED, config_column, mean_sd, scale_note
 from adaptstudy.reporting.evidence import Unit, contrast
 from adaptstudy.reporting.published import published_frame
+from adaptstudy.reporting.selection import choose_learning_rates
 from adaptstudy.reporting.verdict_tables import verdict_table
 
 FUSION_TARGETS = ("rte", "mrpc", "sst2", "imdb", "cb")

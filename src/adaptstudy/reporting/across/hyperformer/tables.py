@@ -23,13 +23,8 @@ from adaptstudy.reporting.across.hyperformer.published import (
     HYPER_TABLE1,
 )
 from adaptstudy.reporting.baselines import flagged, learned_nothing, record_baseline, validation_learned
-from adaptstudy.reporting.common import (
-    SELECTION_SEED,
-    at_learning_rates,
-    choose_learning_rates,
-    mean_sd,
-    reported,
-)
+from adaptstudy.reporting.common import SELECTION_SEED, mean_sd, reported
+from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates
 
 GLUE5 = ("cola", "sst2", "mrpc", "stsb", "rte")
 AVERAGE_5, AVERAGE_8 = "average (these 5)", HYPER_COLUMNS[-1]
