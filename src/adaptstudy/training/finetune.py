@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +123,143 @@ def majority_class_score(spec: TaskSpec, train_set, eval_set) -> float | None:
     return compute_metrics([spec.main_metric], np.full_like(labels, majority), labels)[spec.main_metric]
 
 
+@dataclass
+class Prepared:
+    """What a run trains and is scored on: its task, its splits, and the encoded train and eval sets (the eval set
+    sorted by length: row i of `eval_set` is row `order[i]` of the split)."""
+
+    spec: TaskSpec
+    splits: Any
+    tokenizer: Any
+    encoded: Any
+    order: np.ndarray
+
+    @property
+    def train_set(self):
+        return self.encoded["train"]
+
+    @cached_property
+    def eval_set(self):
+        return self.encoded[self.spec.eval_split].select(self.order.tolist())
+
+
+def prepare(config: FinetuneConfig) -> Prepared:
+    """Build: the run's splits, tokenized."""
+    spec = resolve_task(config.task)
+    splits = config.load_splits()
+    tokenizer = load_tokenizer(config.backbone)
+    encoded = tokenize_task(splits, tokenizer, config.max_seq_length)
+    return Prepared(spec, splits, tokenizer, encoded, length_order(encoded[spec.eval_split]))
+
+
+def make_trainer(config: FinetuneConfig, session: core.Session, model, data: Prepared, callbacks: Sequence[Any]):
+    """The Trainer of a run, with its epoch timer and its scorer (which keeps the last evaluation's predictions). A
+    fixed number of updates is scored once, at the end; epochs are scored one by one."""
+    if config.max_steps:
+        schedule = {
+            "max_steps": config.max_steps,
+            "eval_strategy": "no",
+            "logging_strategy": "steps",
+            "logging_steps": max(1, config.max_steps // 3),
+        }
+    else:
+        schedule = {"eval_strategy": "epoch", "logging_strategy": "epoch"}
+    args = session.arguments(
+        **schedule, per_device_eval_batch_size=config.eval_batch_size, group_by_length=True, data_seed=config.data_seed
+    )
+    timer, scorer = EpochTimer(), TaskScorer(data.spec)
+    fusing = config.fusion_sources is not None  # only a fusion method takes them (Method.settings)
+    trainer = SortedEvalTrainer(
+        model=model,
+        args=args,
+        train_dataset=data.train_set,
+        eval_dataset=data.eval_set,
+        data_collator=DataCollatorWithPadding(data.tokenizer, pad_to_multiple_of=core.pad_to_multiple_of()),
+        compute_metrics=scorer,
+        callbacks=[timer, *([FusionRegularization()] if fusing else []), *callbacks],
+    )
+    return trainer, timer, scorer
+
+
+def score(config: FinetuneConfig, trainer, timer: EpochTimer, scorer: TaskScorer, data: Prepared) -> dict[str, Any]:
+    """Score the trained model: the per-epoch history (the last epoch scored, whatever the schedule), the reported
+    split's predictions in its order, the selection split, the layer ablation and fusion's attention where asked."""
+    spec = data.spec
+    history = epoch_history(trainer.state.log_history, spec.metrics)
+    for row in history:
+        if row["epoch"] in timer.seconds:
+            row["train_epoch_s"] = timer.seconds[row["epoch"]]
+    epochs_run = trainer.state.epoch or config.num_train_epochs
+    if not history or not all(m in history[-1] for m in spec.metrics) or history[-1]["epoch"] < epochs_run - 1e-6:
+        final = trainer.evaluate()
+        scores = {m: final[f"eval_{m}"] for m in spec.metrics}
+        if history and history[-1]["epoch"] == round(epochs_run, 4):
+            history[-1].update(scores)
+        else:
+            history.append({"epoch": round(epochs_run, 4), **scores})
+    predictions = np.empty_like(scorer.last)  # the final evaluation's, before any ablation evaluates again
+    predictions[data.order] = scorer.last  # row i of eval_set is row order[i] of the split
+    constant = constant_predictions(predictions, spec.eval_split)
+    if constant is not None:
+        print(
+            f"WARNING {config.run_id}: every prediction on {spec.eval_split} is {constant['value']} "
+            f"({constant['examples']} examples): a constant, whatever it scores",
+            flush=True,
+        )
+    fusing = config.fusion_sources is not None
+    sources = list(config.fusion_sources) if fusing else None
+    return {
+        "history": history,
+        "epochs_run": epochs_run,
+        "predictions": predictions,
+        "constant": constant,
+        "selection": selection_scores(trainer, data.encoded, spec),
+        "ablation": layer_ablation(trainer, spec) if config.layer_ablation else None,
+        "attention": mean_attention(trainer.model, trainer.get_eval_dataloader(), sources) if fusing else None,
+    }
+
+
+def outcome(session: core.Session, data: Prepared, scored: dict[str, Any], train_loss: float) -> dict[str, Any]:
+    """Record: the run's scores, costs, predictions and labels, as its record's fields."""
+    spec, train_set, history = data.spec, data.train_set, scored["history"]
+    eval_time = sum(row.get("eval_runtime_s", 0.0) for row in history)
+    train_time = max(session.run_seconds - eval_time, 1e-9)
+    epochs = scored["epochs_run"] * session.run_share_here
+    tokens = sum(len(ids) for ids in train_set["input_ids"])
+    metrics = {m: history[-1][m] for m in spec.metrics}
+    extra = {}
+    if scored["ablation"] is not None:
+        extra.update(
+            layer_ablation=scored["ablation"],
+            majority_class_score=majority_class_score(spec, train_set, data.eval_set),
+        )
+    if scored["attention"] is not None:
+        extra.update(fusion_attention=scored["attention"])
+    if scored["selection"] is not None:
+        extra.update(scored["selection"])
+    kept = [s for s in (spec.eval_split, "selection") if s in data.splits]
+    return dict(
+        metrics=metrics,
+        main_metric=spec.main_metric,
+        main_metric_value=metrics[spec.main_metric],
+        train_examples=len(train_set),
+        eval_examples=len(data.eval_set),
+        eval_split=spec.eval_split,
+        train_loss=train_loss,
+        train_runtime_s=train_time,
+        eval_runtime_s=eval_time,
+        train_examples_per_s=len(train_set) * epochs / train_time,
+        train_tokens_per_s=tokens * epochs / train_time,
+        **extra,
+        constant_predictions=scored["constant"],
+        predictions=stored_predictions(
+            scored["predictions"], data.splits[spec.eval_split], spec.eval_split, spec.is_regression
+        ),
+        labels={s: stored_labels(data.splits[s]["label"], spec.is_regression) for s in kept},
+        history=history,
+    )
+
+
 def finetune(
     config: FinetuneConfig | Mapping[str, Any],
     write: bool = True,
@@ -128,7 +267,8 @@ def finetune(
     checkpoint_dir: str | os.PathLike | None = None,
     save_adapter_to: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
-    """Train, evaluate, and return the run's record (also written to `results_dir` unless `write` is off).
+    """Train, evaluate, and return the run's record (also written to `results_dir` unless `write` is off): build,
+    train, score, record.
 
     With `checkpoint_dir`, a checkpoint is saved there every `config.checkpoint_every_s` seconds and
     a rerun resumes from the last one (the record says from which step). `callbacks` are
@@ -138,109 +278,14 @@ def finetune(
     """
     run = core.start(config, FinetuneConfig)
     config = run.config
-    spec = resolve_task(config.task)
     set_seed(config.seed)
-    splits = config.load_splits()
-    tokenizer = load_tokenizer(config.backbone)
-    encoded = tokenize_task(splits, tokenizer, config.max_seq_length)
-    order = length_order(encoded[spec.eval_split])  # row i of eval_set is row order[i] of the split
-    train_set, eval_set = encoded["train"], encoded[spec.eval_split].select(order.tolist())
-    fusing = config.fusion_sources is not None  # only a fusion method takes them (Method.settings)
-    model = build_model(config, spec)
+    data = prepare(config)
+    model = build_model(config, data.spec)
     counts = count_parameters(model)
-
     with core.Session(config, checkpoint_dir) as session:
-        # a fixed number of updates is scored once, at the end; epochs are scored one by one
-        if config.max_steps:
-            schedule = {
-                "max_steps": config.max_steps,
-                "eval_strategy": "no",
-                "logging_strategy": "steps",
-                "logging_steps": max(1, config.max_steps // 3),
-            }
-        else:
-            schedule = {"eval_strategy": "epoch", "logging_strategy": "epoch"}
-        args = session.arguments(
-            **schedule,
-            per_device_eval_batch_size=config.eval_batch_size,
-            group_by_length=True,
-            data_seed=config.data_seed,
-        )
-        timer = EpochTimer()
-        scorer = TaskScorer(spec)
-        trainer = SortedEvalTrainer(
-            model=model,
-            args=args,
-            train_dataset=train_set,
-            eval_dataset=eval_set,
-            data_collator=DataCollatorWithPadding(tokenizer, pad_to_multiple_of=core.pad_to_multiple_of()),
-            compute_metrics=scorer,
-            callbacks=[timer, *([FusionRegularization()] if fusing else []), *callbacks],
-        )
+        trainer, timer, scorer = make_trainer(config, session, model, data, callbacks)
         train_output = session.train(trainer)
-        history = epoch_history(trainer.state.log_history, spec.metrics)
-        for row in history:
-            if row["epoch"] in timer.seconds:
-                row["train_epoch_s"] = timer.seconds[row["epoch"]]
-        epochs_run = trainer.state.epoch or config.num_train_epochs
-        if not history or not all(m in history[-1] for m in spec.metrics) or history[-1]["epoch"] < epochs_run - 1e-6:
-            final = trainer.evaluate()
-            scores = {m: final[f"eval_{m}"] for m in spec.metrics}
-            if history and history[-1]["epoch"] == round(epochs_run, 4):
-                history[-1].update(scores)
-            else:
-                history.append({"epoch": round(epochs_run, 4), **scores})
-        predictions = np.empty_like(scorer.last)  # the final evaluation's, before any ablation evaluates again
-        predictions[order] = scorer.last  # row i of eval_set is row order[i] of the split
-        constant = constant_predictions(predictions, spec.eval_split)
-        if constant is not None:
-            print(
-                f"WARNING {config.run_id}: every prediction on {spec.eval_split} is {constant['value']} "
-                f"({constant['examples']} examples): a constant, whatever it scores",
-                flush=True,
-            )
-        selection = selection_scores(trainer, encoded, spec)
-        ablation = layer_ablation(trainer, spec) if config.layer_ablation else None
-        sources = list(config.fusion_sources) if fusing else None
-        attention = mean_attention(trainer.model, trainer.get_eval_dataloader(), sources) if fusing else None
+        scored = score(config, trainer, timer, scorer, data)
         if save_adapter_to is not None:
             save_source_adapter(trainer.model, config, Path(save_adapter_to))
-
-    eval_time = sum(row.get("eval_runtime_s", 0.0) for row in history)
-    train_time = max(session.run_seconds - eval_time, 1e-9)
-    epochs = epochs_run * session.run_share_here
-    tokens = sum(len(ids) for ids in train_set["input_ids"])
-    metrics = {m: history[-1][m] for m in spec.metrics}
-    extra = {}
-    if ablation is not None:
-        extra.update(layer_ablation=ablation, majority_class_score=majority_class_score(spec, train_set, eval_set))
-    if attention is not None:
-        extra.update(fusion_attention=attention)
-    if selection is not None:
-        extra.update(selection)
-    return core.finish(
-        run,
-        session,
-        write,
-        metrics=metrics,
-        main_metric=spec.main_metric,
-        main_metric_value=metrics[spec.main_metric],
-        **counts,
-        train_examples=len(train_set),
-        eval_examples=len(eval_set),
-        eval_split=spec.eval_split,
-        train_loss=train_output.training_loss,
-        train_runtime_s=train_time,
-        eval_runtime_s=eval_time,
-        train_examples_per_s=len(train_set) * epochs / train_time,
-        train_tokens_per_s=tokens * epochs / train_time,
-        **extra,
-        constant_predictions=constant,
-        predictions=stored_predictions(predictions, splits[spec.eval_split], spec.eval_split, spec.is_regression),
-        labels={
-            s: stored_labels(splits[s]["label"], spec.is_regression)
-            for s in (spec.eval_split, "selection")
-            if s in splits
-        },
-        history=history,
-    )
+    return core.finish(run, session, write, **counts, **outcome(session, data, scored, train_output.training_loss))

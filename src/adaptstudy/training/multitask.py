@@ -152,27 +152,9 @@ def _mean_main(scores: dict[str, dict[str, float]]) -> float:
     return float(np.mean([scores[t][resolve_task(t).main_metric] for t in scores]))
 
 
-def train_multitask(
-    config: MultiTaskConfig | Mapping[str, Any],
-    write: bool = True,
-    checkpoint_dir: str | os.PathLike | None = None,
-    save: bool | None = None,
-) -> dict[str, Any]:
-    """Train, score every epoch on validation and test, and return the record (written unless `write` is off).
-
-    With `save` (default: for Hyperformer runs) the trained encoder goes to the cache, for transfer runs; a
-    transfer's source run must be there (`adaptstudy.training.runner.run` trains it first). MT-A (`task_adapters`)
-    keeps its encoder and adapters there unless `save` is False, for Fusion w/ MT-A."""
-    run = core.start(config, MultiTaskConfig)
-    config = run.config
-    set_seed(config.seed)
-    splits = config.load_splits()
-    encoded = _encode(splits, load_tokenizer(config.backbone), config.max_seq_length)
-    train_sets = [encoded[t]["train"] for t in config.tasks]
-    sampler = TemperatureBatchSampler([len(d) for d in train_sets], config.batch_size, config.temperature, config.seed)
-    model = build_multitask_model(config)
-    counts = count_parameters(model)
-    history: list[dict[str, Any]] = []
+def make_trainer(config: MultiTaskConfig, session: core.Session, model, encoded, sampler, history: list) -> Trainer:
+    """The Trainer of a multi-task run: batches drawn by `sampler` (one task per batch), the method's own rate where
+    it has one, and every task scored on validation and test each `eval_every_epochs` epochs into `history`."""
 
     class _Loader(torch.utils.data.DataLoader):
         def set_epoch(self, epoch: int) -> None:  # the Trainer calls it each epoch, also when resuming
@@ -202,40 +184,43 @@ def train_multitask(
         row["eval_runtime_s"] = time.perf_counter() - start
         history.append(row)
 
-    with core.Session(config, checkpoint_dir) as session:
-        args = session.arguments(
-            per_device_eval_batch_size=config.eval_batch_size,
-            eval_strategy="no",
-            logging_strategy="epoch",
-            remove_unused_columns=False,
-            save_safetensors=False,  # an `adapters` model ties prompt_tuning's embeddings to the word embeddings
-        )
-        collator = DataCollatorWithPadding(
-            load_tokenizer(config.backbone), pad_to_multiple_of=core.pad_to_multiple_of()
-        )
-        trainer = _Trainer(
-            model=model,
-            args=args,
-            train_dataset=concatenate_datasets(train_sets).remove_columns(_text_free(train_sets)),
-            data_collator=collator,
-            callbacks=[ScoreEachEpoch(score_epoch, config.eval_every_epochs, config.num_train_epochs)],
-        )
-        history.extend(session.marker.get("history", []))  # the epochs scored before a resume
-        output = session.train(trainer, keep=lambda: {"history": history})
+    args = session.arguments(
+        per_device_eval_batch_size=config.eval_batch_size,
+        eval_strategy="no",
+        logging_strategy="epoch",
+        remove_unused_columns=False,
+        save_safetensors=False,  # an `adapters` model ties prompt_tuning's embeddings to the word embeddings
+    )
+    collator = DataCollatorWithPadding(load_tokenizer(config.backbone), pad_to_multiple_of=core.pad_to_multiple_of())
+    train_sets = [encoded[t]["train"] for t in config.tasks]
+    trainer = _Trainer(
+        model=model,
+        args=args,
+        train_dataset=concatenate_datasets(train_sets).remove_columns(_text_free(train_sets)),
+        data_collator=collator,
+        callbacks=[ScoreEachEpoch(score_epoch, config.eval_every_epochs, config.num_train_epochs)],
+    )
+    return trainer
+
+
+def keep_trained(model: MultiTaskModel, config: MultiTaskConfig, save: bool | None) -> None:
+    """What later runs start from, in the cache: MT-A's adapters (Fusion w/ MT-A) unless `save` is False; the
+    encoder of a run that can be transferred from (`save` None) or when `save` says so."""
     method = METHODS.get(config.method)
     transferable = "transfer_from" in method.settings and config.transfer_from is None  # a source of transfers
     if method.per_task_adapters and save is not False:
         save_task_adapters(model, config)
     elif save if save is not None else transferable:
         save_encoder(model, config)
+
+
+def outcome(config: MultiTaskConfig, session: core.Session, splits, encoded, sampler, history, train_loss) -> dict:
+    """Record: the scores at the epoch with the best validation mean (the paper's rule), costs, and the labels."""
     best = max(history, key=lambda row: row["validation_mean"])
     eval_time = sum(row["eval_runtime_s"] for row in history)
     train_time = max(session.run_seconds - eval_time, 1e-9)
-    examples = sum(len(d) for d in train_sets) * session.run_share_here
-    return core.finish(
-        run,
-        session,
-        write,
+    examples = sum(len(encoded[t]["train"]) for t in config.tasks) * session.run_share_here
+    return dict(
         task=config.task_name,
         tasks=list(config.tasks),
         metrics={f"{t}/{m}": v for t, scores in best["test"].items() for m, v in scores.items()},
@@ -244,8 +229,6 @@ def train_multitask(
         main_metric_value=best["test_mean"],
         validation_mean=best["validation_mean"],
         selected_epoch=best["epoch"],
-        **counts,
-        trainable_params_per_task=counts["trainable_params"] / len(config.tasks),
         train_examples={t: len(encoded[t]["train"]) for t in config.tasks},
         eval_examples={t: {s: len(encoded[t][s]) for s in ("validation", "test")} for t in config.tasks},
         sampling_probabilities=dict(zip(config.tasks, sampler.probabilities.round(4).tolist())),
@@ -254,11 +237,49 @@ def train_multitask(
             for t in config.tasks
             for s in ("validation", "test")
         },
-        train_loss=output.training_loss,
+        train_loss=train_loss,
         train_runtime_s=train_time,
         eval_runtime_s=eval_time,
         train_examples_per_s=examples * config.num_train_epochs / train_time,
         history=history,
+    )
+
+
+def train_multitask(
+    config: MultiTaskConfig | Mapping[str, Any],
+    write: bool = True,
+    checkpoint_dir: str | os.PathLike | None = None,
+    save: bool | None = None,
+) -> dict[str, Any]:
+    """Train, score every epoch on validation and test, and return the record (written unless `write` is off):
+    build, train (scored each epoch), keep what later runs start from, record.
+
+    With `save` (default: for Hyperformer runs) the trained encoder goes to the cache, for transfer runs; a
+    transfer's source run must be there (`adaptstudy.training.runner.run` trains it first). MT-A (`task_adapters`)
+    keeps its encoder and adapters there unless `save` is False, for Fusion w/ MT-A."""
+    run = core.start(config, MultiTaskConfig)
+    config = run.config
+    set_seed(config.seed)
+    splits = config.load_splits()
+    encoded = _encode(splits, load_tokenizer(config.backbone), config.max_seq_length)
+    sizes = [len(encoded[t]["train"]) for t in config.tasks]
+    sampler = TemperatureBatchSampler(sizes, config.batch_size, config.temperature, config.seed)
+    model = build_multitask_model(config)
+    counts = count_parameters(model)
+    history: list[dict[str, Any]] = []
+    with core.Session(config, checkpoint_dir) as session:
+        trainer = make_trainer(config, session, model, encoded, sampler, history)
+        history.extend(session.marker.get("history", []))  # the epochs scored before a resume
+        output = session.train(trainer, keep=lambda: {"history": history})
+    keep_trained(model, config, save)
+    fields = outcome(config, session, splits, encoded, sampler, history, output.training_loss)
+    return core.finish(
+        run,
+        session,
+        write,
+        **counts,
+        trainable_params_per_task=counts["trainable_params"] / len(config.tasks),
+        **fields,
     )
 
 
