@@ -26,6 +26,7 @@ import pandas as pd
 import yaml
 
 from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.models.methods import METHODS
 from adaptstudy.planning.stage_2 import _PlainDumper, shared_settings, stage_2_main, unfinished
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.houlsby.tables import SIZES, TABLE1_TASKS, chosen_learning_rates, label_runs, selection_grid
@@ -117,7 +118,8 @@ def extension_grid(runs: pd.DataFrame, study: str = "houlsby") -> dict | None:
             continue
         method, _, k = row.label.partition("-")
         arm = {"learning_rate": [beyond], "num_train_epochs": [row.epochs]}
-        arm |= {"adapter_size": [int(k)]} if method == "houlsby" else {"top_k_layers": [int(k)]} if k else {}
+        if k:  # the label's number: an adapter method's size, else top-k's layers
+            arm |= {"adapter_size" if METHODS.get(method).uses_adapter_size else "top_k_layers": [int(k)]}
         own = {key: [v] for key, v in settings[row.task].items() if key != "num_train_epochs"}
         blocks.append({"task": [row.task], **own, "seed": [0], "selection_split": [True], "method": {method: arm}})
     if not blocks:
