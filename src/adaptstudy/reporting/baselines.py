@@ -93,7 +93,7 @@ def reported_labels(record: dict, task: str | None = None) -> np.ndarray:
     order, as the run kept them."""
     if "tasks" in record:
         return stored_labels(record, f"{task or record['task']}/test")
-    return stored_labels(record, record["eval_split"])
+    return stored_labels(record, record.get("eval_split") or resolve_task(task_of(record, task)).eval_split)
 
 
 def record_baseline(record: dict, task: str | None = None) -> Baseline:
