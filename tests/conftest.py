@@ -117,7 +117,7 @@ def fake_record(tmp_path):
 
 
 FINETUNE_DATA = ("task", "data_dir", "data_seed", "resplit_train_share", "max_eval_examples", "selection_split")
-MULTITASK_DATA = ("tasks", "data_dir", "data_seed", "max_eval_examples", "split_rule")
+MULTITASK_DATA = ("tasks", "data_dir", "data_seed", "max_eval_examples", "selection_split")
 
 
 def kept_labels(config) -> dict:

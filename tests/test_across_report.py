@@ -420,10 +420,10 @@ def test_stage_1_gates_the_sources_on_their_selection_split_and_plans_seeds_1_to
         (s, s, ("rte", "cola")) for s in (1, 2, 3)
     ]
     mt_a = over[0].mt_source()
-    assert (mt_a.method, mt_a.tasks, mt_a.split_rule, mt_a.temperature) == (
+    assert (mt_a.method, mt_a.tasks, mt_a.selection_split, mt_a.temperature) == (
         "task_adapters",
         ("cola", "rte"),
-        "selection",
+        True,
         1.0,
     )
     assert len(over_mt_a) == 3

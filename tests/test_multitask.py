@@ -167,7 +167,7 @@ MT_A |= {
     "max_seq_length": 48,
     "batch_size": 8,
     "num_train_epochs": 1,
-    "split_rule": "selection",
+    "selection_split": True,
 }
 
 
@@ -177,7 +177,18 @@ def test_the_selection_rule_gives_a_multitask_run_the_single_task_runs_splits(da
     single = FinetuneConfig(task="rte", selection_split=True, max_train_examples=16, max_eval_examples=16).load_splits()
     for mine, theirs in (("train", "train"), ("validation", "selection"), ("test", "dev")):
         assert list(multi[mine]["text_a"]) == list(single[theirs]["text_a"])
-    assert "split_rule" not in MultiTaskConfig(**{**MT_A, "split_rule": "hyperformer"}).identity()  # ids kept
+    assert "split_rule" not in MultiTaskConfig(**{**MT_A, "selection_split": False}).identity()  # ids kept
+
+
+def test_the_old_spelling_of_the_selection_split_still_reads_and_keeps_run_ids():
+    """`split_rule: selection | hyperformer` (params files, records' settings) reads as `selection_split`."""
+    old = {k: v for k, v in MT_A.items() if k != "selection_split"}
+    for rule, flag in (("selection", True), ("hyperformer", False)):
+        then = validate(MultiTaskConfig, {**old, "split_rule": rule})
+        assert then == MultiTaskConfig(**old, selection_split=flag)
+    assert MultiTaskConfig(**MT_A).identity()["split_rule"] == "selection"
+    with pytest.raises(ConfigError, match="split_rule='dev' is the old spelling of selection_split"):
+        validate(MultiTaskConfig, {**old, "split_rule": "dev"})
 
 
 @pytest.mark.slow

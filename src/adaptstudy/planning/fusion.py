@@ -134,7 +134,7 @@ def mt_a_settings(runs: pd.DataFrame, targets: list[str], learned: list[str], se
         "eval_every_epochs": int(schedule.get("num_train_epochs", 3)),
         "batch_size": schedule.get("batch_size", 32),
         "temperature": 1.0,
-        "split_rule": "selection",
+        "selection_split": True,
         "seed": seed,
     }
 

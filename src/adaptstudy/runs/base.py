@@ -27,7 +27,7 @@ class ConfigError(ValueError):
 
 def validate(model: type[BaseModel], values: Mapping[str, Any], what: str = "parameter") -> BaseModel:
     """`model(**values)` with pydantic's errors turned into one readable message."""
-    unknown = sorted(set(values) - set(model.model_fields))
+    unknown = sorted(set(values) - set(model.model_fields) - set(getattr(model, "RENAMED", ())))
     if unknown:
         hints = "; ".join(f"unknown {what} {k!r}{did_you_mean(k, model.model_fields)}" for k in unknown)
         raise ConfigError(f"{hints}. Valid: {', '.join(model.model_fields)}")
@@ -61,6 +61,7 @@ class RunConfig(BaseModel):
 
     LOCATIONS: ClassVar[frozenset[str]] = frozenset({"data_dir", "results_dir", "checkpoint_every_s"})
     NEUTRAL: ClassVar[dict[str, Any]] = {}
+    RENAMED: ClassVar[frozenset[str]] = frozenset()  # old names still read (a `mode="before"` validator maps them)
     STUDY: ClassVar[str] = "finetune"  # results/<STUDY> when results_dir is not given
 
     def resolved(self) -> RunConfig:

@@ -4,7 +4,7 @@ the method, temperature sampling, and the Hyperformer paper's splits and model s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from datasets import DatasetDict
 from pydantic import Field, model_validator
@@ -17,6 +17,8 @@ from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.base import TrainingRun, validate
 from adaptstudy.runs.method_settings import refuse_foreign_settings
 
+LEGACY_SPLIT_RULES = {"selection": True, "hyperformer": False}
+
 
 class MultiTaskConfig(TrainingRun):
     """One multi-task (or, with one task, single-task) run under the paper's splits and selection."""
@@ -26,8 +28,9 @@ class MultiTaskConfig(TrainingRun):
         "adam_epsilon": 1e-8,
         "hypernetwork_init_std": None,
         "hypernetwork_learning_rate": None,
-        "split_rule": "hyperformer",
+        "selection_split": False,
     }
+    RENAMED: ClassVar[frozenset[str]] = frozenset({"split_rule"})
     STUDY: ClassVar[str] = "multitask"
 
     tasks: tuple[str, ...] = Field(min_length=1, description="registered task names")
@@ -38,12 +41,12 @@ class MultiTaskConfig(TrainingRun):
         None, gt=0, description="per task, cap on each of validation and test (seeded)"
     )
     temperature: float = Field(10.0, ge=1.0, description="task sampling: p_t ∝ n_t^(1/T)")
-    split_rule: Literal["hyperformer", "selection"] = Field(
-        "hyperformer",
-        description="hyperformer: the paper's split rule (a task under 10k training examples gives half its dev set "
-        "for validation, half as the test set); selection: the selection split carved from training (FewGLUE: its "
-        "dev32) validates and the dev set is the test set, as single-task runs with `selection_split` (AdapterFusion's "
-        "MT-A beside its single-task columns)",
+    selection_split: bool = Field(
+        False,
+        description="False: the Hyperformer paper's split rule (a task under 10k training examples gives half its dev "
+        "set for validation, half as the test set); True: the selection split carved from training (FewGLUE: its "
+        "dev32) validates and the dev set is the test set, as single-task runs with `selection_split` see them "
+        "(AdapterFusion's MT-A beside its single-task columns)",
     )
     eval_every_epochs: int = Field(
         1,
@@ -75,6 +78,23 @@ class MultiTaskConfig(TrainingRun):
     )
     data_seed: int = 0
     eval_batch_size: int = Field(128, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_split_rule(cls, values: Any) -> Any:
+        """Runs made before the selection split had one name across run kinds said `split_rule: selection` (or
+        `hyperformer`): read as `selection_split`, so their params files and records' settings still validate."""
+        if not isinstance(values, dict) or "split_rule" not in values:
+            return values
+        values = dict(values)
+        rule = values.pop("split_rule")
+        if rule not in LEGACY_SPLIT_RULES or "selection_split" in values:
+            raise ValueError(
+                f"split_rule={rule!r} is the old spelling of selection_split (split_rule 'selection': true, "
+                "'hyperformer': false); give selection_split alone"
+            )
+        values["selection_split"] = LEGACY_SPLIT_RULES[rule]
+        return values
 
     @model_validator(mode="after")
     def _known_names(self) -> MultiTaskConfig:
@@ -118,6 +138,8 @@ class MultiTaskConfig(TrainingRun):
 
     def refine_identity(self, identity: dict[str, Any]) -> dict[str, Any]:
         identity["kind"] = "multitask"
+        if identity.pop("selection_split", False):
+            identity["split_rule"] = "selection"  # the spelling committed run ids were made with
         if self.transfer_from is not None:
             identity["transfer_from"] = self.source().run_id
         return identity
@@ -137,7 +159,12 @@ class MultiTaskConfig(TrainingRun):
         """Per task: train (capped), validation and test, by the paper's rule."""
         return {
             task: task_splits(
-                task, self.data_dir, self.data_seed, self.max_train_examples, self.max_eval_examples, self.split_rule
+                task,
+                self.data_dir,
+                self.data_seed,
+                self.max_train_examples,
+                self.max_eval_examples,
+                self.selection_split,
             )
             for task in self.tasks
         }
@@ -149,13 +176,13 @@ def task_splits(
     data_seed: int,
     max_train_examples: int | None,
     max_eval_examples: int | None,
-    split_rule: str = "hyperformer",
+    selection_split: bool = False,
 ) -> DatasetDict:
-    """One task's train (capped), validation and test as a multi-task run sees them (`MultiTaskConfig.split_rule`):
+    """One task's train (capped), validation and test as a multi-task run sees them (`MultiTaskConfig.selection_split`):
     by the Hyperformer paper's rule (validation and test capped), or validation the selection split and test the dev
     set (capped), exactly as a single-task run with `selection_split` sees them."""
     spec = resolve_task(task)
-    if split_rule == "selection":
+    if selection_split:
         splits = with_selection(
             load_task(task, data_dir, None, data_seed, max_eval_examples=max_eval_examples), spec, data_dir
         )

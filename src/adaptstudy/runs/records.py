@@ -96,7 +96,18 @@ def load_record(path: str | os.PathLike) -> dict[str, Any]:
         raise InvalidRecordsError({path: "; ".join(problems)}) from None
     if record["run_id"] != path.stem:
         raise InvalidRecordsError({path: f"run_id {record['run_id']!r} is not its file's name"})
+    record["config"] = current_spelling(record["config"])
     return record
+
+
+def current_spelling(config: dict[str, Any]) -> dict[str, Any]:
+    """A record's settings as today's configs spell them, so readers know one name per idea: multi-task runs made
+    before the selection split had one name said `split_rule: selection | hyperformer` (`selection_split` now)."""
+    if "split_rule" not in config:
+        return config
+    config = dict(config)
+    config["selection_split"] = config.pop("split_rule") == "selection"
+    return config
 
 
 def record_problem(path: str | os.PathLike) -> str | None:

@@ -66,9 +66,7 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
         ).astype({"target_cell": bool})
     runs = _per_target(runs)
     epochs = config_column(runs, "num_train_epochs", 0)
-    protocol = [
-        bool(r["config"].get("selection_split")) or r["config"].get("split_rule") == "selection" for r in runs["record"]
-    ]
+    protocol = [bool(r["config"].get("selection_split")) for r in runs["record"]]
     chooses = np.array(protocol, dtype=bool) & (runs["seed"] == SELECTION_SEED).to_numpy()
     cells = [
         is_target_cell(t, m, e, p) and not c
