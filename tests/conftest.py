@@ -35,9 +35,9 @@ def committed_verdicts(data_dir):
     """Every chapter's verdicts on the committed records and the runs' seconds (`scorecard.chapter_verdicts`), computed
     once for the tests that read them (about a minute on 2 cores)."""
     from adaptstudy.common.paths import PROJECT_ROOT
-    from adaptstudy.reporting.scorecard import chapter_verdicts
+    from adaptstudy.reporting.scorecard import chapter_runs, chapter_verdicts
 
-    return chapter_verdicts(PROJECT_ROOT / "results")
+    return chapter_verdicts(chapter_runs(PROJECT_ROOT / "results"))
 
 
 def _over_built(verdicts):

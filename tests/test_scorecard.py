@@ -93,7 +93,7 @@ def test_a_confirmatory_verdict_rests_on_the_runs_made_after_the_claims_design_a
     import json
     from datetime import datetime, timezone
 
-    from adaptstudy.reporting.scorecard import chapter_verdicts, confirmatory
+    from adaptstudy.reporting.scorecard import chapter_runs, chapter_verdicts, confirmatory
 
     later = datetime(2030, 1, 1, tzinfo=timezone.utc)
     for folder in ("houlsby", "dsp", "fusion", "hyperformer"):
@@ -107,8 +107,9 @@ def test_a_confirmatory_verdict_rests_on_the_runs_made_after_the_claims_design_a
         else:  # the real confirmatory runs (seeds 6 and up) landed after the designs too: here they are old
             record["finished_at"] = "2026-11-01T00:00:00+00:00"
         (tmp_path / "peft_imdb" / f"{record['run_id']}.json").write_text(json.dumps(record))
-    verdicts, seconds = chapter_verdicts(tmp_path)
-    confirmed = confirmatory(tmp_path, verdicts)
+    runs = chapter_runs(tmp_path)
+    verdicts, seconds = chapter_verdicts(runs)
+    confirmed = confirmatory(runs, verdicts)
     assert {k.split(".")[0] for k in confirmed} == {"peft"} and confirmed
     for key, v in confirmed.items():
         assert v.run_ids <= fresh, key

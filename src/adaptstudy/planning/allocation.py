@@ -33,7 +33,7 @@ import yaml
 from adaptstudy.data import load_task, resolve_task
 from adaptstudy.reporting.claims import Verdict
 from adaptstudy.reporting.confirmation import BUDGET_H, STUDIES
-from adaptstudy.reporting.scorecard import chapter_verdicts, status
+from adaptstudy.reporting.scorecard import chapter_runs, chapter_verdicts, status
 from adaptstudy.runs.grid import CONFIGS, grid_configs
 from adaptstudy.runs.records import read_records
 from adaptstudy.training.runner import prerequisites
@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=BUDGET_H, help="CPU-hours")
     parser.add_argument("--write", help="a folder for the generated sweep files")
     args = parser.parse_args(argv)
-    verdicts, _ = chapter_verdicts(args.root)
+    verdicts, _ = chapter_verdicts(chapter_runs(args.root))
     table, taken = allocate(verdicts, args.root, args.budget)
     print(table.to_string(index=False))
     if args.write:

@@ -21,6 +21,7 @@ what a claim does with them is its declaration's (`claims`), one regime for ever
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -273,14 +274,40 @@ def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, 
 
 
 def _example_bootstrap(units: Sequence[Unit], resamples: int, seed: int) -> np.ndarray:
-    """The effect recomputed on `resamples` resamples of each unit's examples, the runs held fixed."""
+    """The effect recomputed on `resamples` resamples of each unit's examples, the runs held fixed; computed once per
+    distinct input (the scorecard judges the same units again under each design a claim's ledger names)."""
+    c = coefficients(units)
+    key = (
+        resamples,
+        seed,
+        *((u.metric, cu, u.offset, _digest(u.shared_labels()), _terms_key(u)) for u, cu in zip(units, c)),
+    )
+    if key not in _BOOTSTRAPS:
+        _BOOTSTRAPS[key] = _bootstrap(units, resamples, seed)
+    return _BOOTSTRAPS[key]
+
+
+_BOOTSTRAPS: dict[tuple, np.ndarray] = {}
+
+
+def _digest(values: np.ndarray) -> str:
+    values = np.ascontiguousarray(values)
+    return f"{values.dtype.str}{values.shape}" + hashlib.blake2b(values.tobytes(), digest_size=16).hexdigest()
+
+
+def _terms_key(unit: Unit) -> tuple:
+    return tuple((w, tuple(_digest(p) for p in arm.predictions)) for w, arm in unit.terms)
+
+
+def _bootstrap(units: Sequence[Unit], resamples: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     total = np.zeros(resamples)
     for u, cu in zip(units, coefficients(units)):
         labels = u.shared_labels()
         idx = rng.integers(0, len(labels), size=(resamples, len(labels)))
+        gold = _gold(u.metric, np.asarray(labels)[idx])  # once per unit, for every run of every arm
         for w, arm in u.terms:
-            total += cu * w * np.mean([resampled_metric(u.metric, p, labels, idx) for p in arm.predictions], axis=0)
+            total += cu * w * np.mean([_scored(u.metric, np.asarray(p)[idx], gold) for p in arm.predictions], axis=0)
         total += cu * u.offset
     return total
 
@@ -289,18 +316,29 @@ def resampled_metric(metric: str, predictions: np.ndarray, labels: np.ndarray, i
     """`metric` (points) on each row of `idx` (resampled example indices), vectorised: scikit-learn's metrics take
     about a millisecond a call, and a claim over 5 tasks × 10 runs × 1,000 resamples would make 50,000 calls.
     Equal to `data.metrics.compute_metrics` on each resample (tested)."""
-    pred, gold = np.asarray(predictions)[idx], np.asarray(labels)[idx]
+    return _scored(metric, np.asarray(predictions)[idx], _gold(metric, np.asarray(labels)[idx]))
+
+
+def _gold(metric: str, gold: np.ndarray) -> np.ndarray:
+    """The resampled labels as `_scored` takes them: ranked along each resample for Spearman."""
+    return _ranks(gold) if metric == "spearman" else gold
+
+
+def _scored(metric: str, pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
+    """`metric` (points) per row of resampled predictions against resampled labels (`_gold`)."""
     if metric in ("pearson", "spearman"):
         if metric == "spearman":
-            pred, gold = _ranks(pred), _ranks(gold)
+            pred = _ranks(pred)
         pc, gc = pred - pred.mean(axis=1, keepdims=True), gold - gold.mean(axis=1, keepdims=True)
         denominator = np.sqrt((pc**2).sum(axis=1) * (gc**2).sum(axis=1))
         with np.errstate(invalid="ignore", divide="ignore"):
             r = np.where(denominator > 0, (pc * gc).sum(axis=1) / denominator, 0.0)
         return 100 * r
     k = int(max(pred.max(), gold.max())) + 1
-    cells = (np.arange(len(idx))[:, None] * k + gold) * k + pred
-    confusion = np.bincount(cells.ravel(), minlength=len(idx) * k * k).reshape(len(idx), k, k)  # [resample, gold, pred]
+    cells = (np.arange(len(pred))[:, None] * k + gold) * k + pred
+    confusion = np.bincount(cells.ravel(), minlength=len(pred) * k * k).reshape(
+        len(pred), k, k
+    )  # [resample, gold, pred]
     return 100 * _from_confusion(metric, confusion)
 
 

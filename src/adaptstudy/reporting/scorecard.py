@@ -39,33 +39,38 @@ UNJUDGED = "no chapter judged it"
 COLOURS = {"holds": "#1b7837", "does not hold": "#c51b7d", "inconclusive": "#8c8c8c", "not testable": "#d9a400"}
 
 
-def chapter_verdicts(root: str | os.PathLike) -> tuple[list[Verdict], pd.DataFrame]:
-    """Every chapter's verdicts on the committed records under `root` (results/), and the runs they read
-    (run_id, finished_at and seconds), for the costs and for what is exploratory."""
-    root = Path(root)
+def chapter_runs(root: str | os.PathLike) -> dict[str, pd.DataFrame]:
+    """Per chapter that judges runs: its committed records under `root` (results/), read and labelled once for the
+    verdicts and the confirmatory re-judging alike."""
+    return {chapter.name: chapter.label_runs(load_runs(Path(root) / chapter.study)) for chapter in CHAPTERS}
+
+
+def chapter_verdicts(runs: dict[str, pd.DataFrame]) -> tuple[list[Verdict], pd.DataFrame]:
+    """Every chapter's verdicts on its runs (`chapter_runs`), and the runs they read (run_id, finished_at and
+    seconds), for the costs and for what is exploratory."""
     verdicts, frames = [], []
     for chapter in CHAPTERS:
-        runs = chapter.label_runs(load_runs(root / chapter.study))
-        verdicts += chapter.verdicts(runs)
-        if not runs.empty:
+        mine = runs[chapter.name]
+        verdicts += chapter.verdicts(mine)
+        if not mine.empty:
             frames.append(
-                runs[["run_id", "finished_at"]].assign(
-                    **{field: paid_seconds(runs, field) for field in ("train_runtime_s", "eval_runtime_s")}
+                mine[["run_id", "finished_at"]].assign(
+                    **{field: paid_seconds(mine, field) for field in ("train_runtime_s", "eval_runtime_s")}
                 )
             )
     return verdicts, pd.concat(frames)
 
 
-def confirmatory(root: str | os.PathLike, verdicts: list[Verdict]) -> dict[str, Verdict]:
+def confirmatory(runs: dict[str, pd.DataFrame], verdicts: list[Verdict]) -> dict[str, Verdict]:
     """Each claim's verdict on the reported runs made after its design was last set, alone (fresh seeds: a
     confirmatory verdict), for the claims some such run exists for (`fresh_seeds.fresh_verdicts`)."""
     out: dict[str, Verdict] = {}
     for chapter in CHAPTERS:
-        runs = chapter.label_runs(load_runs(Path(root) / chapter.study))
-        if runs.empty:
+        mine = runs[chapter.name]
+        if mine.empty:
             continue
-        mine = [v for v in verdicts if v.run_ids & set(runs["run_id"])]
-        out |= {v.claim.key: v for v in chapter.fresh_verdicts(runs, mine)}
+        judged = [v for v in verdicts if v.run_ids & set(mine["run_id"])]
+        out |= {v.claim.key: v for v in chapter.fresh_verdicts(mine, judged)}
     return out
 
 
