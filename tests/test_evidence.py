@@ -277,3 +277,24 @@ def test_a_two_sided_claim_holds_on_either_side_and_cannot_be_refused_at_margin_
     ]
     assert Rule("outside", 0.0).verdict(-0.1, 0.1) == "inconclusive"
     assert str(rule) == "holds if the 95% CI lies outside ±1"
+
+
+def test_the_bootstrap_is_computed_once_per_input_and_again_for_another():
+    """The scorecard judges the same units under each design of a claim: the second judgement reuses the first's
+    resamples, and a unit whose predictions differ in one example (its scores kept) is resampled anew."""
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, 200)
+    runs = [np.where(rng.random(200) < 0.8, labels, 1 - labels) for _ in range(3)]
+    others = [np.where(rng.random(200) < 0.7, labels, 1 - labels) for _ in range(3)]
+
+    def unit(a_runs):
+        score = [compute_metrics(["accuracy"], p, labels)["accuracy"] for p in runs]  # the seeds' part stays
+        base = [compute_metrics(["accuracy"], p, labels)["accuracy"] for p in others]
+        a = Arm(score, predictions=a_runs, labels=labels, metric="accuracy")
+        return contrast("t", a, Arm(base, predictions=others, labels=labels, metric="accuracy"))
+
+    first, again = judge([unit(runs)], Rule("above", 0.0)), judge([unit([p.copy() for p in runs])], Rule("above", 0.0))
+    assert (first.low, first.high) == (again.low, again.high)
+    changed = [runs[0].copy(), *runs[1:]]
+    changed[0][0] = 1 - changed[0][0]
+    assert judge([unit(changed)], Rule("above", 0.0)).se != first.se

@@ -304,10 +304,9 @@ def _bootstrap(units: Sequence[Unit], resamples: int, seed: int) -> np.ndarray:
     total = np.zeros(resamples)
     for u, cu in zip(units, coefficients(units)):
         labels = u.shared_labels()
-        idx = rng.integers(0, len(labels), size=(resamples, len(labels)))
-        gold = _gold(u.metric, np.asarray(labels)[idx])  # once per unit, for every run of every arm
+        resampled = Resampled(u.metric, labels, rng.integers(0, len(labels), size=(resamples, len(labels))))
         for w, arm in u.terms:
-            total += cu * w * np.mean([_scored(u.metric, np.asarray(p)[idx], gold) for p in arm.predictions], axis=0)
+            total += cu * w * np.mean([resampled.score(p) for p in arm.predictions], axis=0)
         total += cu * u.offset
     return total
 
@@ -316,35 +315,65 @@ def resampled_metric(metric: str, predictions: np.ndarray, labels: np.ndarray, i
     """`metric` (points) on each row of `idx` (resampled example indices), vectorised: scikit-learn's metrics take
     about a millisecond a call, and a claim over 5 tasks × 10 runs × 1,000 resamples would make 50,000 calls.
     Equal to `data.metrics.compute_metrics` on each resample (tested)."""
-    return _scored(metric, np.asarray(predictions)[idx], _gold(metric, np.asarray(labels)[idx]))
+    return Resampled(metric, labels, idx).score(predictions)
 
 
-def _gold(metric: str, gold: np.ndarray) -> np.ndarray:
-    """The resampled labels as `_scored` takes them: ranked along each resample for Spearman."""
-    return _ranks(gold) if metric == "spearman" else gold
+class Resampled:
+    """One unit's resamples of its examples (rows of `idx`), prepared once for every run of every arm it scores: for
+    a classification metric, how often each resample draws each example, so a run's confusion matrices over all
+    resamples are one matrix product (exact: counts below 2²⁴ in float32) instead of indexing every run's predictions
+    by `idx`; for correlations, the resampled labels (ranked, for Spearman)."""
 
+    def __init__(self, metric: str, labels: np.ndarray, idx: np.ndarray):
+        self.metric, self.labels, self.idx = metric, np.asarray(labels), np.asarray(idx)
+        if metric in ("pearson", "spearman"):
+            gold = self.labels[self.idx]
+            self.gold = _ranks(gold) if metric == "spearman" else gold
+            return
+        rows, n = self.idx.shape
+        assert n < 2**24, "counts would lose precision in float32"
+        cells = (np.arange(rows)[:, None] * n + self.idx).ravel()
+        self.draws = np.bincount(cells, minlength=rows * n).reshape(rows, n).astype(np.float32)
 
-def _scored(metric: str, pred: np.ndarray, gold: np.ndarray) -> np.ndarray:
-    """`metric` (points) per row of resampled predictions against resampled labels (`_gold`)."""
-    if metric in ("pearson", "spearman"):
-        if metric == "spearman":
-            pred = _ranks(pred)
-        pc, gc = pred - pred.mean(axis=1, keepdims=True), gold - gold.mean(axis=1, keepdims=True)
-        denominator = np.sqrt((pc**2).sum(axis=1) * (gc**2).sum(axis=1))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.where(denominator > 0, (pc * gc).sum(axis=1) / denominator, 0.0)
-        return 100 * r
-    k = int(max(pred.max(), gold.max())) + 1
-    cells = (np.arange(len(pred))[:, None] * k + gold) * k + pred
-    confusion = np.bincount(cells.ravel(), minlength=len(pred) * k * k).reshape(
-        len(pred), k, k
-    )  # [resample, gold, pred]
-    return 100 * _from_confusion(metric, confusion)
+    def score(self, predictions: np.ndarray) -> np.ndarray:
+        """The metric (points) of these predictions (over the unit's examples, in their order) on each resample."""
+        predictions = np.asarray(predictions)
+        if self.metric in ("pearson", "spearman"):
+            pred = predictions[self.idx]
+            if self.metric == "spearman":
+                pred = _ranks(pred)
+            pc, gc = pred - pred.mean(axis=1, keepdims=True), self.gold - self.gold.mean(axis=1, keepdims=True)
+            denominator = np.sqrt((pc**2).sum(axis=1) * (gc**2).sum(axis=1))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r = np.where(denominator > 0, (pc * gc).sum(axis=1) / denominator, 0.0)
+            return 100 * r
+        k = int(max(predictions.max(), self.labels.max())) + 1
+        cell = self.labels.astype(np.int64) * k + predictions.astype(np.int64)  # (gold, pred) of each example
+        one_hot = np.zeros((len(cell), k * k), dtype=np.float32)
+        one_hot[np.arange(len(cell)), cell] = 1
+        confusion = (
+            np.rint(self.draws @ one_hot).astype(np.int64).reshape(len(self.draws), k, k)
+        )  # [resample, gold, pred]
+        return 100 * _from_confusion(self.metric, confusion)
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:
-    """Average ranks along each row (ties share their mean rank, as scipy's spearmanr)."""
-    return np.apply_along_axis(stats.rankdata, 1, x)
+    """Average ranks along each row (ties share their mean rank), equal to scipy's `rankdata` row by row (tested) and
+    about twice as fast: one sort of the whole matrix instead of a call per resample (the Houlsby chapter's STS-B
+    cells ranked 54,000 resamples, 14 s of its verdicts' 17)."""
+    n = x.shape[1]
+    order = np.argsort(x, axis=1)
+    ordered = np.take_along_axis(x, order, axis=1)
+    starts = np.ones(x.shape, dtype=bool)  # where a run of equal values starts, and ends
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones(x.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    position = np.arange(n)
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, n - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty(x.shape)
+    np.put_along_axis(ranks, order, (first + last) / 2 + 1, axis=1)
+    return ranks
 
 
 def _from_confusion(metric: str, c: np.ndarray) -> np.ndarray:
