@@ -69,7 +69,9 @@ def test_a_method_taking_a_setting_it_cannot_serve_is_refused_when_defined():
     """Multi-task training asks the method for a transfer and its own-rate parameters: one that takes the settings
     without giving them is an error at registration, not a crash mid-run."""
     settings = frozenset({"transfer_from", "hypernetwork_learning_rate"})
-    with pytest.raises(ValueError, match=r"takes transfer_from but no `transfer`; hypernetwork_learning_rate but no"):
+    with pytest.raises(
+        ValueError, match=r"takes transfer_from but no `transfer`; takes hypernetwork_learning_rate but no"
+    ):
         Method("half", "?", trainable=lambda *_: True, settings=settings)
     assert METHODS.get("hyperformer++").transfer is not None and METHODS.get("hyperformer").own_rate is not None
 

@@ -193,3 +193,25 @@ def test_init_from_may_name_a_pretraining_run_by_its_settings(tmp_path, data_dir
     assert initial_weights(config) == record["artifact"]
     chained = PretrainConfig(corpus="task:acl-arc", mode="full", max_steps=1, init_from=settings, **TINY_MLM)
     assert chained.identity()["init_from"] == record["run_id"]
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"mode": "lora"}, "mode 'lora' is not a pretraining mode; valid: head, full, seq_bn, unipelt"),
+        ({"mode": "unipelt", "adapter_size": 32}, "adapter_size=32 applies only to mode 'seq_bn', not 'unipelt'"),
+    ],
+)
+def test_pretraining_modes_are_full_head_and_the_adapters_methods_continue(settings, message):
+    """The adapter modes come from the methods that continue them (`Method.continues`), not from a list here."""
+    with pytest.raises(ConfigError, match=message):
+        validate(PretrainConfig, {"corpus": "task:rte", **settings})
+    assert PretrainConfig(corpus="task:rte", mode="seq_bn", adapter_size=32).sized
+    assert not PretrainConfig(corpus="task:rte", mode="unipelt").sized
+
+
+def test_a_method_that_continues_a_pretraining_mode_says_which_adapter_it_trains():
+    from adaptstudy.models.methods import Method
+
+    with pytest.raises(ValueError, match="continues pretraining mode 'seq_bn' but has no `pretraining_adapter`"):
+        Method("mine", "a toy", trainable=lambda *_: True, continues="seq_bn")

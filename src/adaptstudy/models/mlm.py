@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import adapters
 import torch
-from adapters import SeqBnConfig, UniPELTConfig
 from torch import nn
 from transformers import AutoModelForMaskedLM
 
 from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.fast_dropout import attention_implementation
 from adaptstudy.models.last_layer import masked_query_positions, queries_at, train_last_layer_at_queries
-from adaptstudy.models.methods.base import check_adapter_widths, reduction_factor
+from adaptstudy.models.methods import METHODS, adapter_modes, continuing
+from adaptstudy.models.methods.base import check_adapter_widths
 
-MLM_ADAPTER = "mlm"  # the adapter that modes seq_bn and unipelt train
+MLM_ADAPTER = "mlm"  # the adapter an adapter mode trains
 PRETRAIN_ATTENTION_DROPOUT = 0.0
 
 
@@ -90,26 +90,22 @@ def masked_lm_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> float:
 
 
 def prepare_mode(model: MaskedPositionsMLM, mode: str, adapter_size: int | None = None) -> MaskedPositionsMLM:
-    """What a pretraining mode trains: everything (full), the head alone (head), or a new adapter (seq_bn,
-    unipelt) with everything else frozen, the warmed head included. Except under unipelt (whose prefixes add
-    attention keys), training computes the last layer at the masked positions only."""
+    """What a pretraining mode trains: everything (full), the head alone (head), or a new adapter (an adapter mode:
+    the one its continuing method declares, `Method.pretraining_adapter`) with everything else frozen, the warmed
+    head included. Except where the adapter adds positions to attention (prefixes), training computes the last layer
+    at the masked positions only."""
+    method = METHODS.get(continuing(mode)) if mode in adapter_modes() else None
     if mode == "head":
         for param in model.encoder.parameters():
             param.requires_grad_(
                 False
             )  # the decoder is tied to the (frozen) word embeddings: transform, norm, bias train
-    elif mode in ("seq_bn", "unipelt"):
+    elif method is not None:
         adapters.init(model.mlm)
-        hidden = model.config.hidden_size
-        adapter_config = (
-            SeqBnConfig(reduction_factor=reduction_factor(hidden, adapter_size) if adapter_size else 16)
-            if mode == "seq_bn"
-            else UniPELTConfig()
-        )
-        model.mlm.add_adapter(MLM_ADAPTER, config=adapter_config)
-        if mode == "seq_bn" and adapter_size:
+        model.mlm.add_adapter(MLM_ADAPTER, config=method.pretraining_adapter(model.config.hidden_size, adapter_size))
+        if adapter_size:
             check_adapter_widths(model.mlm, adapter_size)
         model.mlm.train_adapter(MLM_ADAPTER)
-    if mode != "unipelt":  # its prefixes add keys to the attention
+    if method is None or not method.changes_sequence:
         model.last_layer_at_masked = train_last_layer_at_queries(model.encoder)
     return model

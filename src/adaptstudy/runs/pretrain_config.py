@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 from transformers import AutoConfig
@@ -15,6 +15,7 @@ from adaptstudy.common.paths import cache_root
 from adaptstudy.data.corpora import CORPORA
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.models.backbones import check_backbone, resolve_backbone
+from adaptstudy.models.methods import METHODS, adapter_modes, continuing
 from adaptstudy.runs.artifacts import FULL_MODES, artifact_meta, is_artifact
 from adaptstudy.runs.base import TrainingRun
 
@@ -29,14 +30,20 @@ class PretrainConfig(TrainingRun):
     STUDY: ClassVar[str] = "pretrain"
 
     corpus: str = Field(description="a registered corpus, or task:<name> (TAPT: the task's training texts)")
-    mode: Literal["head", "full", "seq_bn", "unipelt"] = "full"
+    mode: str = Field(
+        "full",
+        description="full (every weight), head (the MLM head alone), or an adapter mode: one a method continues "
+        "(seq_bn: pfeiffer's adapter; unipelt)",
+    )
     init_from: str | dict[str, Any] | None = Field(
         None,
         description="a full artifact of an earlier run (e.g. the warmed head, or DAPT for DAPT+TAPT): its folder, or "
         "that run's settings (a mapping), which name its artifact in the cache",
     )
     exclude_eval_of: tuple[str, ...] = Field((), description="tasks whose evaluation texts are left out of the corpus")
-    adapter_size: int | None = Field(None, ge=1, description="seq_bn: bottleneck width (None: reduction factor 16)")
+    adapter_size: int | None = Field(
+        None, ge=1, description="an adapter mode whose method takes a width (seq_bn): None, reduction factor 16"
+    )
     mlm_probability: float = Field(0.15, gt=0, lt=1)
     max_steps: int | None = Field(None, gt=0, description="None: num_train_epochs over the corpus")
     num_train_epochs: float = Field(1.0, gt=0)
@@ -59,8 +66,15 @@ class PretrainConfig(TrainingRun):
         for task in self.exclude_eval_of:
             resolve_task(task)
         check_backbone(self.backbone)
-        if self.adapter_size is not None and self.mode != "seq_bn":
-            raise ValueError(f"adapter_size={self.adapter_size} applies only to mode 'seq_bn', not {self.mode!r}")
+        modes = (*FULL_MODES, *adapter_modes())
+        if self.mode not in modes:
+            raise ValueError(f"mode {self.mode!r} is not a pretraining mode; valid: {', '.join(modes)}")
+        if self.adapter_size is not None and not self.sized:
+            sized = [m for m in adapter_modes() if METHODS.get(continuing(m)).uses_adapter_size]
+            raise ValueError(
+                f"adapter_size={self.adapter_size} applies only to mode {' or '.join(map(repr, sized))}, "
+                f"not {self.mode!r}"
+            )
         if self.init_from is not None:
             check_full_artifact(self.init_from, self.backbone)
         return self
@@ -84,8 +98,13 @@ class PretrainConfig(TrainingRun):
     def artifact_dir(self) -> Path:
         return Path(self.output_dir) if self.output_dir else cache_root() / "pretrained" / self.run_id
 
+    @property
+    def sized(self) -> bool:
+        """Whether the mode trains an adapter of a width (the continuing method takes `adapter_size`: seq_bn)."""
+        return self.mode in adapter_modes() and METHODS.get(continuing(self.mode)).uses_adapter_size
+
     def adapter_width(self, hidden_size: int) -> int:
-        """seq_bn: the bottleneck width (None: reduction factor 16)."""
+        """A sized mode's bottleneck width (None: reduction factor 16)."""
         return self.adapter_size or round(hidden_size / 16)
 
 
@@ -100,7 +119,7 @@ def reference_meta(ref: Reference) -> dict[str, Any]:
     if isinstance(ref, dict):
         config = PretrainConfig.model_validate(ref)
         meta = {"run_id": config.run_id, "mode": config.mode, "backbone": root_backbone(config)}
-        if config.mode == "seq_bn":
+        if config.sized:
             meta["adapter_size"] = config.adapter_width(hidden_size(config.backbone))
         return meta
     return artifact_meta(ref)

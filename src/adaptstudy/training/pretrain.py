@@ -79,7 +79,7 @@ def save_artifact(model: MaskedPositionsMLM, tokenizer, config: PretrainConfig, 
             "base": base,
             "backbone": root_backbone(config),
         }
-        if config.mode == "seq_bn":
+        if config.sized:
             meta["adapter_size"] = config.adapter_width(model.config.hidden_size)
         mark_complete(scratch, meta)
     return folder

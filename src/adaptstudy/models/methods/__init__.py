@@ -2,13 +2,14 @@
 
 from adaptstudy.models.methods.base import ADAPTER_NAME, PRETRAINED_ADAPTER, Method, count_parameters, is_head
 from adaptstudy.models.methods.bottleneck import adapters_removed
-from adaptstudy.models.methods.registry import METHODS, continuing, methods_that, taking
+from adaptstudy.models.methods.registry import METHODS, adapter_modes, continuing, methods_that, taking
 
 __all__ = [
     "ADAPTER_NAME",
     "METHODS",
     "PRETRAINED_ADAPTER",
     "Method",
+    "adapter_modes",
     "adapters_removed",
     "continuing",
     "count_parameters",

@@ -78,6 +78,8 @@ class Method:
     settings: frozenset[str] = frozenset()
     default_adapter_size: int | None = None
     continues: str | None = None  # the pretrained adapter (02_dapt's `mode`) this method trains on
+    # the `adapters` config of the adapter 02_dapt trains in mode `continues`, from (hidden size, width or None)
+    pretraining_adapter: Callable[[int, int | None], object] | None = field(default=None, repr=False)
     stackable: bool = False  # sits on a frozen pretrained adapter (adapters' Stack)
     fusion_source: bool = False  # its trained adapter is one AdapterFusion can combine (a single-task source)
     per_task_adapters: bool = False  # a multi-task run of it keeps an adapter per task (Fusion w/ MT-A's sources)
@@ -90,9 +92,11 @@ class Method:
     def __post_init__(self) -> None:
         """A method that takes a setting has what the setting needs, checked when it is registered."""
         needs = {"transfer_from": "transfer", "hypernetwork_learning_rate": "own_rate"}
-        missing = [f"{s} but no `{h}`" for s, h in needs.items() if s in self.settings and not getattr(self, h)]
+        missing = [f"takes {s} but no `{h}`" for s, h in needs.items() if s in self.settings and not getattr(self, h)]
+        if self.continues and not self.pretraining_adapter:
+            missing.append(f"continues pretraining mode {self.continues!r} but has no `pretraining_adapter`")
         if missing:
-            raise ValueError(f"method {self.name!r} takes {'; '.join(missing)}")
+            raise ValueError(f"method {self.name!r}: {'; '.join(missing)}")
 
     @property
     def uses_adapter_size(self) -> bool:

@@ -86,6 +86,12 @@ def add_pfeiffer(model: nn.Module, config) -> nn.Module:
     return model
 
 
+def pretraining_seq_bn(hidden: int, width: int | None) -> SeqBnConfig:
+    """The seq_bn adapter 02_dapt trains (which pfeiffer continues): `width` wide, or the library's reduction
+    factor 16."""
+    return SeqBnConfig(reduction_factor=reduction_factor(hidden, width) if width else 16)
+
+
 def _rescale_adapter_init(model: nn.Module, config) -> None:
     """With `adapter_init_std`, redraw every adapter weight from N(0, std) truncated at two std, biases zero
     (Houlsby et al.'s init, at another scale; their Figure 6 varies it from 1e-7 to 1)."""

@@ -44,4 +44,5 @@ def from_library(
         default_learning_rate=learning_rate,
         changes_sequence=changes_sequence,
         continues=continues,
+        pretraining_adapter=(lambda hidden, width: getattr(adapters, config_class)(**options)) if continues else None,
     )

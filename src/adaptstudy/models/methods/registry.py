@@ -22,7 +22,7 @@ from adaptstudy.models.methods.base import (
     is_layer_norm,
     layer_index,
 )
-from adaptstudy.models.methods.bottleneck import add_houlsby, add_pfeiffer
+from adaptstudy.models.methods.bottleneck import add_houlsby, add_pfeiffer, pretraining_seq_bn
 from adaptstudy.models.methods.fusion import add_fusion
 from adaptstudy.models.methods.hyperformer import at_own_rate, hypernetwork_method, transfer_to
 from adaptstudy.models.methods.library import PROMPT_TOKENS, from_library
@@ -49,6 +49,11 @@ def methods_that(capable: Callable[[Method], bool]) -> list[str]:
 def taking(setting: str) -> list[str]:
     """The methods that take a setting (`Method.settings`)."""
     return methods_that(lambda m: setting in m.settings)
+
+
+def adapter_modes() -> tuple[str, ...]:
+    """The pretraining modes that train an adapter (02_dapt): the ones some method continues."""
+    return tuple(sorted({m.continues for m in (METHODS.get(n) for n in METHODS.names()) if m.continues}))
 
 
 def continuing(mode: str) -> str:
@@ -79,6 +84,7 @@ for _m in (
         settings=ADAPTER_SETTINGS,
         default_adapter_size=64,
         continues="seq_bn",
+        pretraining_adapter=pretraining_seq_bn,
         stackable=True,
         fusion_source=True,
     ),
