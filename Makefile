@@ -10,7 +10,7 @@ export ADAPTSTUDY_DATA
 PAPERMILL := $(BIN)/papermill --log-level WARNING
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lint test test-fast smoke book colab benchmark reproduce reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across clean
+.PHONY: FORCE setup lint test test-fast smoke book colab benchmark reproduce reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across clean
 
 setup: $(STAMP)
 
@@ -107,17 +107,20 @@ reproduce-foundation: setup
 	done
 
 # Execute the analysis notebooks on the committed results and build the HTML report (no training, no network).
+# The pages are the book's table of contents (book/_toc.yml), each executed from notebooks/<page>.ipynb, two at a
+# time on the 2 cores (BOOK_JOBS=1: one at a time).
+PAGES = $(shell sed -n 's|^ *- file: generated/||p' book/_toc.yml)
+BOOK_JOBS ?= 2
 book: setup
 	mkdir -p book/generated
-	$(PAPERMILL) notebooks/06_scorecard.ipynb book/generated/06_scorecard.ipynb
-	$(PAPERMILL) notebooks/06_analysis.ipynb book/generated/06_analysis.ipynb
-	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb book/generated/06_analysis_houlsby.ipynb
-	$(PAPERMILL) notebooks/06_analysis_peft.ipynb book/generated/06_analysis_peft.ipynb
-	$(PAPERMILL) notebooks/06_analysis_dsp.ipynb book/generated/06_analysis_dsp.ipynb
-	$(PAPERMILL) notebooks/06_analysis_across.ipynb book/generated/06_analysis_across.ipynb
-	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb book/generated/06_analysis_efficiency.ipynb
+	$(MAKE) --no-print-directory -j$(BOOK_JOBS) $(PAGES:%=book/generated/%.ipynb)
 	$(BIN)/jupyter-book build book --quiet
 	@echo "report: book/_build/html/index.html"
+
+book/generated/%.ipynb: notebooks/%.ipynb FORCE
+	$(PAPERMILL) $< $@
+
+FORCE:
 
 # Every notebook's Colab cell and badge and the README's Colab links, from pyproject.toml's [project.urls] Repository.
 colab: setup
