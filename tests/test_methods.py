@@ -10,6 +10,8 @@ from adaptstudy.data import load_task, resolve_task
 from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.methods import METHODS, adapters_removed, count_parameters, is_head
 from adaptstudy.models.methods.base import Method, check_adapter_widths, is_added, layer_index
+from adaptstudy.models.methods.hyperformer import HypernetworkSettings
+from adaptstudy.models.methods.registry import TopK
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.training.runner import run
@@ -68,11 +70,10 @@ def test_an_adapter_built_narrower_than_asked_stops_before_training():
 def test_a_method_taking_a_setting_it_cannot_serve_is_refused_when_defined():
     """Multi-task training asks the method for a transfer and its own-rate parameters: one that takes the settings
     without giving them is an error at registration, not a crash mid-run."""
-    settings = frozenset({"transfer_from", "hypernetwork_learning_rate"})
     with pytest.raises(
         ValueError, match=r"takes transfer_from but no `transfer`; takes hypernetwork_learning_rate but no"
     ):
-        Method("half", "?", trainable=lambda *_: True, settings=settings)
+        Method("half", "?", trainable=lambda *_: True, settings=(HypernetworkSettings,))
     assert METHODS.get("hyperformer++").transfer is not None and METHODS.get("hyperformer").own_rate is not None
 
 
@@ -299,7 +300,7 @@ def test_a_method_registered_from_a_test_alone_trains_through_the_notebooks_code
         top = index is not None and index >= model.config.num_hidden_layers - config.top_k_layers
         return is_head(name) or (top and name.endswith(".bias") and not is_added(name))
 
-    toy = Method("toy", "biases of the top layers + head", trainable=top_biases, settings=frozenset({"top_k_layers"}))
+    toy = Method("toy", "biases of the top layers + head", trainable=top_biases, settings=(TopK,))
     monkeypatch.setitem(METHODS._entries, toy.name, toy)
     config = FinetuneConfig(
         task="rte",
@@ -321,3 +322,22 @@ def test_a_method_registered_from_a_test_alone_trains_through_the_notebooks_code
         ConfigError, match="top_k_layers=2 does not apply to method 'full'; methods that take it: top_k, toy"
     ):
         validate(FinetuneConfig, {"method": "full", "top_k_layers": 2})
+
+
+def test_each_setting_is_declared_once_by_its_family_and_the_run_configs_inherit_it():
+    """A method's settings are models beside it (`models/methods`); fine-tuning and multi-task configs offer the
+    fields of the families their runs take, each once, with the family's bounds."""
+    from adaptstudy.models.methods import settings_for
+    from adaptstudy.runs.multitask_config import MultiTaskConfig
+
+    for config, kind in ((FinetuneConfig, "finetune"), (MultiTaskConfig, "multitask")):
+        for model in settings_for(kind):
+            assert issubclass(config, model)
+            assert all(repr(config.model_fields[n]) == repr(f) for n, f in model.model_fields.items())
+    assert (
+        "hypernetwork_init_std" not in FinetuneConfig.model_fields
+        and "top_k_layers" not in MultiTaskConfig.model_fields
+    )
+    assert METHODS.get("houlsby").takes >= {"adapter_size", "adapter_variant", "layer_ablation"}
+    with pytest.raises(ConfigError, match="adapter_size: Input should be greater than or equal to 1"):
+        validate(MultiTaskConfig, {"tasks": ["rte"], "method": "task_adapters", "adapter_size": 0})

@@ -14,7 +14,7 @@ from adaptstudy.common.paths import cache_root
 from adaptstudy.data.splits import subsample
 from adaptstudy.data.tasks import load_task, resolve_task, with_selection
 from adaptstudy.models.backbones import BACKBONES, check_backbone, check_sequence_length, resolve_backbone
-from adaptstudy.models.methods import METHODS, continuing, methods_that
+from adaptstudy.models.methods import METHODS, continuing, methods_that, settings_for
 from adaptstudy.runs.artifacts import FULL_MODES, artifact_base
 from adaptstudy.runs.base import RunConfig, TrainingRun, validate
 from adaptstudy.runs.method_settings import refuse_foreign_settings
@@ -22,8 +22,9 @@ from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import Reference, artifact_folder, reference_meta
 
 
-class FinetuneConfig(TrainingRun):
-    """One fine-tuning run: a (task, method, backbone, seed) and how it is trained."""
+class FinetuneConfig(TrainingRun, *settings_for("finetune")):
+    """One fine-tuning run: a (task, method, backbone, seed) and how it is trained; the settings only some methods
+    take are their families' (`models/methods`: `settings`), inherited."""
 
     LOCATIONS: ClassVar[frozenset[str]] = RunConfig.LOCATIONS | {"keep_adapter"}
 
@@ -56,19 +57,11 @@ class FinetuneConfig(TrainingRun):
         "curves: the same number of updates at every data size)",
     )
     max_train_examples: int | None = Field(None, gt=0, description="None: the whole training set")
-    adapter_size: int | None = Field(None, ge=1, description="bottleneck width; only for adapter methods")
     # Settings beyond the notebook's parameters, for profiles and sweeps.
     data_seed: int = 0
     eval_batch_size: int = Field(128, ge=1)
     train_fraction: float = Field(
         1.0, gt=0, le=1, description="share of the (capped) training set; nested across values"
-    )
-    top_k_layers: int | None = Field(None, ge=1, description="top_k: how many of the top transformer layers train")
-    adapter_init_std: float | None = Field(
-        None, gt=0, description="adapter methods: init std (None: the library's 1e-2)"
-    )
-    layer_ablation: bool = Field(
-        False, description="adapter methods: after training, evaluate with each span of layers' adapters removed"
     )
     init_from: str | dict[str, Any] | None = Field(
         None,
@@ -94,24 +87,6 @@ class FinetuneConfig(TrainingRun):
         "same for every run of the task; a task with a split made for selection, FewGLUE's dev32, takes that); the "
         "run scores it too, and settings are chosen on it, never on the reported split",
     )
-    adapter_variant: Literal["layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel"] | None = Field(
-        None, description="houlsby: an architecture variant from the paper's ablations (None: the plain adapter)"
-    )
-    fusion_sources: tuple[str, ...] | None = Field(
-        None,
-        description="fusion: the tasks whose single-task adapters are fused (the target alone: the N = 1 control, "
-        "which adds the fusion layers' capacity without other tasks' adapters)",
-    )
-    source_settings: dict[str, Any] | None = Field(
-        None,
-        description="fusion: the settings of the single-task runs that train the source adapters "
-        "(method, size, rate, ...); `per_task: {task: {setting: value}}` overrides them for some sources",
-    )
-    fusion_from: dict[str, Any] | None = Field(
-        None,
-        description="fusion over a multi-task run's adapters instead (AdapterFusion's Fusion w/ MT-A): that run's "
-        "settings (method task_adapters); this run starts from its encoder and fuses its adapters of fusion_sources",
-    )
     keep_adapter: bool = Field(
         False,
         description="keep the trained adapter in the cache as a fusion source (so a grid can train its sources as "
@@ -132,7 +107,7 @@ class FinetuneConfig(TrainingRun):
                 f"adapter_use={self.adapter_use!r} needs init_from (an adapter artifact of 02_dapt / 03_tapt)"
             )
         given = sum(x is not None for x in (self.source_settings, self.fusion_from))
-        if "fusion_sources" in method.settings and (self.fusion_sources is None or given != 1):
+        if "fusion_sources" in method.takes and (self.fusion_sources is None or given != 1):
             raise ValueError(
                 f"method {self.method!r} needs fusion_sources and source_settings (or instead fusion_from: a "
                 "multi-task run's adapters)"

@@ -13,15 +13,16 @@ from adaptstudy.common.paths import cache_root
 from adaptstudy.data.splits import selection_splits, subsample
 from adaptstudy.data.tasks import load_task, resolve_task, with_selection
 from adaptstudy.models.backbones import check_backbone, check_sequence_length
-from adaptstudy.models.methods import METHODS
+from adaptstudy.models.methods import METHODS, settings_for
 from adaptstudy.runs.base import TrainingRun, validate
 from adaptstudy.runs.method_settings import refuse_foreign_settings
 
 LEGACY_SPLIT_RULES = {"selection": True, "hyperformer": False}
 
 
-class MultiTaskConfig(TrainingRun):
-    """One multi-task (or, with one task, single-task) run under the paper's splits and selection."""
+class MultiTaskConfig(TrainingRun, *settings_for("multitask")):
+    """One multi-task (or, with one task, single-task) run under the paper's splits and selection; the settings only
+    some methods take are their families' (`models/methods`: `settings`), inherited."""
 
     NEUTRAL: ClassVar[dict[str, Any]] = {
         "adam_beta2": 0.999,
@@ -53,28 +54,6 @@ class MultiTaskConfig(TrainingRun):
         ge=1,
         description="score validation and test every this many epochs (and after the "
         "last): few-shot runs take many short epochs",
-    )
-    adapter_size: int | None = Field(
-        None, ge=1, description="adapter methods: bottleneck width (None: the method's default)"
-    )
-    conditional_layer_norm: bool = Field(True, description="hyperformer: a generated layer norm inside each adapter")
-    task_projector: bool = Field(True, description="hyperformer: the task embedding goes through the projector MLP")
-    hypernetwork_init_std: float | None = Field(
-        None,
-        gt=0,
-        description="hyperformer: the standard deviation of the adapter hypernetworks' initial weights (None: 1e-4, "
-        "generated adapters near the identity; the reference code: 1e-2)",
-    )
-    hypernetwork_learning_rate: float | None = Field(
-        None,
-        gt=0,
-        description="hyperformer: the learning rate of the hypernetworks and task embeddings (None: the run's "
-        "learning_rate, which the heads and layer norms keep)",
-    )
-    transfer_from: dict[str, Any] | None = Field(
-        None,
-        description="few-shot transfer: the settings of a trained multi-task Hyperformer run; its hypernetworks and "
-        "encoder stay frozen and only a new task embedding (and the new task's head) train",
     )
     data_seed: int = 0
     eval_batch_size: int = Field(128, ge=1)

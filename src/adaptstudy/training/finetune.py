@@ -168,7 +168,7 @@ def make_trainer(config: FinetuneConfig, session: core.Session, model, data: Pre
         **schedule, per_device_eval_batch_size=config.eval_batch_size, group_by_length=True, data_seed=config.data_seed
     )
     timer, scorer = EpochTimer(), TaskScorer(data.spec)
-    fusing = config.fusion_sources is not None  # only a fusion method takes them (Method.settings)
+    fusing = config.fusion_sources is not None  # only a fusion method takes them (Method.takes)
     trainer = SortedEvalTrainer(
         model=model,
         args=args,

@@ -207,7 +207,7 @@ def keep_trained(model: MultiTaskModel, config: MultiTaskConfig, save: bool | No
     """What later runs start from, in the cache: MT-A's adapters (Fusion w/ MT-A) unless `save` is False; the
     encoder of a run that can be transferred from (`save` None) or when `save` says so."""
     method = METHODS.get(config.method)
-    transferable = "transfer_from" in method.settings and config.transfer_from is None  # a source of transfers
+    transferable = "transfer_from" in method.takes and config.transfer_from is None  # a source of transfers
     if method.per_task_adapters and save is not False:
         save_task_adapters(model, config)
     elif save if save is not None else transferable:

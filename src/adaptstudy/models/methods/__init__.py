@@ -2,18 +2,21 @@
 
 from adaptstudy.models.methods.base import ADAPTER_NAME, PRETRAINED_ADAPTER, Method, count_parameters, is_head
 from adaptstudy.models.methods.bottleneck import adapters_removed
-from adaptstudy.models.methods.registry import METHODS, adapter_modes, continuing, methods_that, taking
+from adaptstudy.models.methods.registry import METHODS, adapter_modes, continuing, methods_that, settings_for, taking
+from adaptstudy.models.methods.settings import MethodSettings
 
 __all__ = [
     "ADAPTER_NAME",
     "METHODS",
     "PRETRAINED_ADAPTER",
     "Method",
+    "MethodSettings",
     "adapter_modes",
     "adapters_removed",
     "continuing",
     "count_parameters",
     "is_head",
     "methods_that",
+    "settings_for",
     "taking",
 ]

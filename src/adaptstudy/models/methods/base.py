@@ -74,8 +74,9 @@ class Method:
     trainable: Callable[[str, nn.Module, object], bool] = field(repr=False)  # (parameter name, model, config)
     prepare: Callable[[nn.Module, object], nn.Module] = field(default=lambda model, config: model, repr=False)
     default_learning_rate: float = 2e-5
-    # the run settings that only methods naming them take (a run of any other method refuses them, naming these)
-    settings: frozenset[str] = frozenset()
+    # the settings models (`settings.MethodSettings`) of the run settings only methods naming them take: a run of any
+    # other method refuses them, naming these; the run configs inherit their fields
+    settings: tuple[type, ...] = ()
     default_adapter_size: int | None = None
     continues: str | None = None  # the pretrained adapter (02_dapt's `mode`) this method trains on
     # the `adapters` config of the adapter 02_dapt trains in mode `continues`, from (hidden size, width or None)
@@ -92,19 +93,24 @@ class Method:
     def __post_init__(self) -> None:
         """A method that takes a setting has what the setting needs, checked when it is registered."""
         needs = {"transfer_from": "transfer", "hypernetwork_learning_rate": "own_rate"}
-        missing = [f"takes {s} but no `{h}`" for s, h in needs.items() if s in self.settings and not getattr(self, h)]
+        missing = [f"takes {s} but no `{h}`" for s, h in needs.items() if s in self.takes and not getattr(self, h)]
         if self.continues and not self.pretraining_adapter:
             missing.append(f"continues pretraining mode {self.continues!r} but has no `pretraining_adapter`")
         if missing:
             raise ValueError(f"method {self.name!r}: {'; '.join(missing)}")
 
     @property
+    def takes(self) -> frozenset[str]:
+        """The names of the settings this method takes."""
+        return frozenset(name for model in self.settings for name in model.model_fields)
+
+    @property
     def uses_adapter_size(self) -> bool:
-        return "adapter_size" in self.settings
+        return "adapter_size" in self.takes
 
     @property
     def uses_top_k(self) -> bool:
-        return "top_k_layers" in self.settings
+        return "top_k_layers" in self.takes
 
     def apply(self, model: nn.Module, config) -> nn.Module:
         """Prepare `model` for this method and set `requires_grad` on every parameter."""

@@ -9,6 +9,9 @@ below; the others have a module per family, as in `peft`'s tuners: `bottleneck` 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
+
+from pydantic import Field
 
 from adaptstudy.common.registry import Registry
 from adaptstudy.models.methods.base import (
@@ -22,11 +25,26 @@ from adaptstudy.models.methods.base import (
     is_layer_norm,
     layer_index,
 )
-from adaptstudy.models.methods.bottleneck import add_houlsby, add_pfeiffer, pretraining_seq_bn
-from adaptstudy.models.methods.fusion import add_fusion
-from adaptstudy.models.methods.hyperformer import at_own_rate, hypernetwork_method, transfer_to
+from adaptstudy.models.methods.bottleneck import (
+    BOTTLENECK,
+    HoulsbyVariant,
+    add_houlsby,
+    add_pfeiffer,
+    pretraining_seq_bn,
+)
+from adaptstudy.models.methods.fusion import FusionSettings, add_fusion
+from adaptstudy.models.methods.hyperformer import HypernetworkSettings, at_own_rate, hypernetwork_method, transfer_to
 from adaptstudy.models.methods.library import PROMPT_TOKENS, from_library
+from adaptstudy.models.methods.settings import MethodSettings
 from adaptstudy.models.methods.task_adapters import add_task_adapters
+
+
+class TopK(MethodSettings):
+    """Variable fine-tuning's depth (single-task runs)."""
+
+    RUNS: ClassVar[frozenset[str]] = frozenset({"finetune"})
+
+    top_k_layers: int | None = Field(None, ge=1, description="top_k: how many of the top transformer layers train")
 
 
 def _in_top_layers(name: str, model, config) -> bool:
@@ -35,10 +53,6 @@ def _in_top_layers(name: str, model, config) -> bool:
 
 
 METHODS: Registry[Method] = Registry("method")
-ADAPTER_SETTINGS = frozenset({"adapter_size", "adapter_init_std", "layer_ablation"})
-HYPERNETWORK_SETTINGS = frozenset(
-    {"conditional_layer_norm", "task_projector", "hypernetwork_init_std", "hypernetwork_learning_rate", "transfer_from"}
-)
 
 
 def methods_that(capable: Callable[[Method], bool]) -> list[str]:
@@ -48,7 +62,15 @@ def methods_that(capable: Callable[[Method], bool]) -> list[str]:
 
 def taking(setting: str) -> list[str]:
     """The methods that take a setting (`Method.settings`)."""
-    return methods_that(lambda m: setting in m.settings)
+    return methods_that(lambda m: setting in m.takes)
+
+
+def settings_for(run: str) -> tuple[type[MethodSettings], ...]:
+    """The settings models of the registered methods that a kind of run offers ("finetune", "multitask"), each once:
+    the run config inherits their fields. A method registered after the configs are imported can take only the
+    settings they hold already."""
+    models = (model for name in METHODS for model in METHODS.get(name).settings if run in model.RUNS)
+    return tuple(dict.fromkeys(models))
 
 
 def adapter_modes() -> tuple[str, ...]:
@@ -70,7 +92,7 @@ for _m in (
         trainable=lambda n, *_: is_adapter(n) or is_layer_norm(n) or is_head(n),
         prepare=add_houlsby,
         default_learning_rate=1e-3,
-        settings=ADAPTER_SETTINGS | {"adapter_variant"},
+        settings=(*BOTTLENECK, HoulsbyVariant),
         default_adapter_size=64,
         stackable=True,
         fusion_source=True,
@@ -81,7 +103,7 @@ for _m in (
         trainable=lambda n, *_: is_adapter(n) or is_head(n),
         prepare=add_pfeiffer,
         default_learning_rate=1e-3,
-        settings=ADAPTER_SETTINGS,
+        settings=BOTTLENECK,
         default_adapter_size=64,
         continues="seq_bn",
         pretraining_adapter=pretraining_seq_bn,
@@ -101,7 +123,7 @@ for _m in (
         trainable=lambda n, *_: ".adapter_fusion_layer." in n or is_head(n),
         prepare=add_fusion,
         default_learning_rate=5e-5,
-        settings=frozenset({"fusion_sources", "source_settings", "fusion_from"}),
+        settings=(FusionSettings,),
     ),
     Method(
         "task_adapters",
@@ -110,7 +132,7 @@ for _m in (
         trainable=lambda n, *_: True,
         prepare=add_task_adapters,
         default_learning_rate=1e-4,
-        settings=ADAPTER_SETTINGS,
+        settings=BOTTLENECK,
         default_adapter_size=24,
         per_task_adapters=True,
     ),
@@ -119,7 +141,7 @@ for _m in (
         "variable fine-tuning: every weight of the top `top_k_layers` transformer layers + head",
         trainable=lambda n, model, config: _in_top_layers(n, model, config) or is_head(n),
         default_learning_rate=5e-5,
-        settings=frozenset({"top_k_layers"}),
+        settings=(TopK,),
     ),
     Method(
         "layernorm",
@@ -153,7 +175,7 @@ for _m in (
             trainable=lambda n, *_: is_added(n) or is_layer_norm(n) or is_head(n),
             prepare=hypernetwork_method(shared),
             default_learning_rate=3e-4,
-            settings=ADAPTER_SETTINGS | HYPERNETWORK_SETTINGS,
+            settings=(*BOTTLENECK, HypernetworkSettings),
             default_adapter_size=24,
             own_rate=at_own_rate,
             transfer=transfer_to,
