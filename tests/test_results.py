@@ -81,3 +81,14 @@ def test_every_committed_record_keeps_its_run_id():
         )
         config = {k: v for k, v in record["config"].items() if k in kind.model_fields}
         assert kind(**config).run_id == record["run_id"], record["run_id"]
+
+
+def test_a_record_made_before_the_selection_split_had_one_name_reads_in_todays_spelling(tmp_path, fake_record):
+    """Multi-task records once said `split_rule: selection | hyperformer`; readers see `selection_split` alone."""
+    for rule, flag in (("selection", True), ("hyperformer", False)):
+        record = _record(fake_record)
+        record["config"] = {k: v for k, v in record["config"].items() if k != "selection_split"} | {"split_rule": rule}
+        path = write_record(record, tmp_path / rule)
+        config = read_ok_record(path)["config"]
+        assert config["selection_split"] is flag and "split_rule" not in config
+        assert json.loads(path.read_text())["config"]["split_rule"] == rule  # the file itself is left as it was
