@@ -20,7 +20,8 @@ import pytest
 from scipy import stats
 
 from adaptstudy.data.metrics import compute_metrics
-from adaptstudy.reporting.evidence import VERDICTS, Arm, Rule, Unit, all_of, contrast, judge, resampled_metric
+from adaptstudy.reporting.evidence import VERDICTS, Arm, Rule, Unit, all_of, contrast, judge
+from adaptstudy.reporting.resampling import resampled_metric
 
 TASKS, SEEDS, DRAWS = 5, 5, 500
 
