@@ -181,6 +181,50 @@ def test_adapter_artifacts_need_a_matching_use(pretrained_adapter, settings, mes
         validate(FinetuneConfig, {"task": "acl-arc", "init_from": pretrained_adapter["artifact"], **settings})
 
 
+def test_an_adapters_mlm_training_continues_from_its_artifact(pretrained_adapter, tmp_path, monkeypatch):
+    """An adapter's DAPT+TAPT: the second run starts from the first's adapter (its weights, width and base model),
+    trains it on, and leaves an artifact that fine-tuning continues like any other."""
+    from adaptstudy.runs.artifacts import artifact_meta
+
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    first = pretrained_adapter["artifact"]
+    config = PretrainConfig(corpus="task:acl-arc", mode="seq_bn", init_from=first, max_steps=2, **TINY_MLM)
+    assert config.continues_adapter and config.adapter_width(384) == 32
+    saved = _weights(build_pretraining_model(config).mlm, "mlm")
+    parent = PretrainConfig(corpus="task:acl-arc", mode="seq_bn", adapter_size=32, **TINY_MLM)
+    fresh = _weights(build_pretraining_model(parent).mlm, "mlm")
+    assert saved.keys() == fresh.keys() and not all(torch.equal(saved[k], fresh[k]) for k in saved)
+
+    record = pretrain(config, write=False)
+    meta = artifact_meta(record["artifact"])
+    assert meta["mode"] == "seq_bn" and meta["adapter_size"] == 32 and meta["base"] == artifact_meta(first)["base"]
+    assert config.identity()["init_from"] == pretrained_adapter["run_id"]
+    again = PretrainConfig(corpus="task:acl-arc", mode="seq_bn", init_from=record["artifact"], **TINY_MLM)
+    trained = _weights(build_pretraining_model(again).mlm, "mlm")
+    assert not all(torch.equal(trained[k], saved[k]) for k in saved)
+    task = build_model(
+        FinetuneConfig(
+            task="acl-arc", method="pfeiffer", init_from=record["artifact"], adapter_use="continue"
+        ).resolved(),
+        resolve_task("acl-arc"),
+    )
+    ours = _weights(task, "task")
+    assert all(torch.equal(ours[k], trained[k]) for k in trained)
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"mode": "full"}, "only mode 'seq_bn' continues it, not 'full'"),
+        ({"mode": "unipelt"}, "only mode 'seq_bn' continues it, not 'unipelt'"),
+        ({"mode": "seq_bn", "adapter_size": 16}, "has size 32"),
+    ],
+)
+def test_a_pretraining_run_continues_an_adapter_only_in_its_mode_and_width(pretrained_adapter, settings, message):
+    with pytest.raises(ConfigError, match=message):
+        validate(PretrainConfig, {"corpus": "task:rte", "init_from": pretrained_adapter["artifact"], **settings})
+
+
 def test_init_from_may_name_a_pretraining_run_by_its_settings(tmp_path, data_dir, monkeypatch):
     """Grids chain runs by settings, not by machine-specific paths: the settings name the artifact in the cache."""
     monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))

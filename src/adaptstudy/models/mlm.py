@@ -89,11 +89,13 @@ def masked_lm_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> float:
         return float(model(**batch)["loss"])
 
 
-def prepare_mode(model: MaskedPositionsMLM, mode: str, adapter_size: int | None = None) -> MaskedPositionsMLM:
-    """What a pretraining mode trains: everything (full), the head alone (head), or a new adapter (an adapter mode:
-    the one its continuing method declares, `Method.pretraining_adapter`) with everything else frozen, the warmed
-    head included. Except where the adapter adds positions to attention (prefixes), training computes the last layer
-    at the masked positions only."""
+def prepare_mode(
+    model: MaskedPositionsMLM, mode: str, adapter_size: int | None = None, adapter_from: str | None = None
+) -> MaskedPositionsMLM:
+    """What a pretraining mode trains: everything (full), the head alone (head), or an adapter (an adapter mode: a
+    new one as its continuing method declares, `Method.pretraining_adapter`, or the one saved in `adapter_from`) with
+    everything else frozen, the warmed head included. Except where the adapter adds positions to attention
+    (prefixes), training computes the last layer at the masked positions only."""
     method = METHODS.get(continuing(mode)) if mode in adapter_modes() else None
     if mode == "head":
         for param in model.encoder.parameters():
@@ -102,7 +104,12 @@ def prepare_mode(model: MaskedPositionsMLM, mode: str, adapter_size: int | None 
             )  # the decoder is tied to the (frozen) word embeddings: transform, norm, bias train
     elif method is not None:
         adapters.init(model.mlm)
-        model.mlm.add_adapter(MLM_ADAPTER, config=method.pretraining_adapter(model.config.hidden_size, adapter_size))
+        if adapter_from is not None:
+            model.mlm.load_adapter(adapter_from, load_as=MLM_ADAPTER)
+        else:
+            model.mlm.add_adapter(
+                MLM_ADAPTER, config=method.pretraining_adapter(model.config.hidden_size, adapter_size)
+            )
         if adapter_size:
             check_adapter_widths(model.mlm, adapter_size)
         model.mlm.train_adapter(MLM_ADAPTER)

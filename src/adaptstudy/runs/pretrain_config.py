@@ -37,8 +37,9 @@ class PretrainConfig(TrainingRun):
     )
     init_from: str | dict[str, Any] | None = Field(
         None,
-        description="a full artifact of an earlier run (e.g. the warmed head, or DAPT for DAPT+TAPT): its folder, or "
-        "that run's settings (a mapping), which name its artifact in the cache",
+        description="an artifact of an earlier run (e.g. the warmed head, or DAPT for DAPT+TAPT; for an adapter mode, "
+        "also that mode's adapter, whose MLM training continues): its folder, or that run's settings (a mapping), "
+        "which name its artifact in the cache",
     )
     exclude_eval_of: tuple[str, ...] = Field((), description="tasks whose evaluation texts are left out of the corpus")
     adapter_size: int | None = Field(
@@ -76,7 +77,7 @@ class PretrainConfig(TrainingRun):
                 f"not {self.mode!r}"
             )
         if self.init_from is not None:
-            check_full_artifact(self.init_from, self.backbone)
+            check_start(self.init_from, self)
         return self
 
     # What the record's identity fields read.
@@ -103,9 +104,18 @@ class PretrainConfig(TrainingRun):
         """Whether the mode trains an adapter of a width (the continuing method takes `adapter_size`: seq_bn)."""
         return self.mode in adapter_modes() and METHODS.get(continuing(self.mode)).uses_adapter_size
 
+    @property
+    def continues_adapter(self) -> bool:
+        """Whether the run trains on an earlier run's adapter (an adapter's DAPT+TAPT) rather than a new one."""
+        return self.init_from is not None and reference_meta(self.init_from)["mode"] not in FULL_MODES
+
     def adapter_width(self, hidden_size: int) -> int:
-        """A sized mode's bottleneck width (None: reduction factor 16)."""
-        return self.adapter_size or round(hidden_size / 16)
+        """A sized mode's bottleneck width: its own, the continued adapter's, else reduction factor 16."""
+        if self.adapter_size:
+            return self.adapter_size
+        if self.continues_adapter:
+            return reference_meta(self.init_from)["adapter_size"]
+        return round(hidden_size / 16)
 
 
 def root_backbone(config) -> str:
@@ -143,13 +153,22 @@ def hidden_size(backbone: str) -> int:
     return AutoConfig.from_pretrained(resolve_backbone(backbone)).hidden_size
 
 
-def check_full_artifact(folder: Reference, backbone: str) -> None:
-    """`folder` holds (or names) a full pretrained model made from `backbone` (pretraining continues from its
-    weights)."""
+def check_start(folder: Reference, config: PretrainConfig) -> None:
+    """What a pretraining run may continue: a full model made from its backbone (any mode), or an adapter of its own
+    adapter mode and width (the adapter's MLM trained further, e.g. TAPT after an adapter's DAPT)."""
     meta = reference_meta(folder)
-    if meta["mode"] not in FULL_MODES:
-        raise ValueError(f"init_from={str(folder)!r} holds a {meta['mode']} adapter, not a full model")
-    if meta["backbone"] != backbone:
+    if meta["backbone"] != config.backbone:
         raise ValueError(
-            f"init_from={str(folder)!r} was pretrained from {meta['backbone']!r}, not from backbone {backbone!r}"
+            f"init_from={str(folder)!r} was pretrained from {meta['backbone']!r}, not from backbone {config.backbone!r}"
+        )
+    if meta["mode"] in FULL_MODES:
+        return
+    if meta["mode"] != config.mode:
+        raise ValueError(
+            f"init_from={str(folder)!r} holds a {meta['mode']} adapter: only mode {meta['mode']!r} continues it, "
+            f"not {config.mode!r}"
+        )
+    if config.adapter_size not in (None, meta.get("adapter_size")):
+        raise ValueError(
+            f"adapter_size={config.adapter_size}: the adapter in {str(folder)!r} has size {meta.get('adapter_size')}"
         )

@@ -57,10 +57,16 @@ def held_out_loss(
     return total / max(count, 1)
 
 
+def starting_model(config: PretrainConfig) -> str:
+    """The full model a run loads: `init_from`'s (an adapter's base, for a continued adapter), else the backbone."""
+    return artifact_base(artifact_folder(config.init_from)) if config.init_from else config.backbone
+
+
 def build_pretraining_model(config: PretrainConfig) -> MaskedPositionsMLM:
-    """The MLM model for a mode: from `init_from` if given, else the backbone (a new head where it has none)."""
-    source = str(artifact_folder(config.init_from)) if config.init_from else config.backbone
-    return prepare_mode(load_mlm(source), config.mode, config.adapter_size)
+    """The MLM model for a mode: from `init_from` if given (its adapter loaded to train on, for an adapter), else the
+    backbone (a new head where it has none)."""
+    adapter_from = str(artifact_folder(config.init_from)) if config.continues_adapter else None
+    return prepare_mode(load_mlm(starting_model(config)), config.mode, config.adapter_size, adapter_from)
 
 
 def save_artifact(model: MaskedPositionsMLM, tokenizer, config: PretrainConfig, folder: Path) -> Path:
@@ -71,12 +77,11 @@ def save_artifact(model: MaskedPositionsMLM, tokenizer, config: PretrainConfig, 
             tokenizer.save_pretrained(scratch)
         else:
             model.mlm.save_adapter(str(scratch), MLM_ADAPTER)
-        base = artifact_base(artifact_folder(config.init_from)) if config.init_from else config.backbone
         meta = {
             "kind": KIND,
             "run_id": config.run_id,
             "mode": config.mode,
-            "base": base,
+            "base": starting_model(config),
             "backbone": root_backbone(config),
         }
         if config.sized:
@@ -97,7 +102,7 @@ def pretrain(
     run = core.start(config, PretrainConfig)
     config = run.config
     set_seed(config.seed)
-    tokenizer = load_tokenizer(str(artifact_folder(config.init_from)) if config.init_from else config.backbone)
+    tokenizer = load_tokenizer(starting_model(config))
     train_docs, held_docs, excluded = corpus_splits(config)
     rows = pack_texts(train_docs, tokenizer, config.max_seq_length)
     held_rows = pack_texts(held_docs, tokenizer, config.max_seq_length) if held_docs else None
