@@ -151,6 +151,8 @@ def test_a_layer_ablation_run_records_every_span_and_the_majority_class(data_dir
 
 
 def test_init_scale_is_judged_per_task_on_the_reported_seeds(tmp_path, run, claims_table):
+    run(79.0, method="houlsby", size=64, lr=1e-3, task="rte")  # the selection seed's choice: the ablations' rate
+    run(78.0, method="houlsby", size=64, lr=3e-3, adapter_init_std=1.0, task="rte", seed=1)  # another rate: not read
     for seed, noise in ((1, 0.0), (2, 0.1), (3, 0.2)):
         for std, score in ((1e-6, 80.0), (1e-4, 80.5), (1e-2, 80.2), (1.0, 60.0)):
             run(score + noise, method="houlsby", size=64, lr=1e-3, adapter_init_std=std, task="rte", seed=seed)
@@ -160,6 +162,7 @@ def test_init_scale_is_judged_per_task_on_the_reported_seeds(tmp_path, run, clai
 
 
 def test_the_init_table_counts_per_std_the_runs_that_learned_nothing(tmp_path, data_dir, run):
+    run(70.0, method="houlsby", size=64, lr=1e-3)  # the selection seed's choice: the ablations' rate
     for seed in (1, 2, 3):
         run(66.0 + seed, method="houlsby", size=64, lr=1e-3, adapter_init_std=1e-2, seed=seed)
         run(100 * 146 / 277, method="houlsby", size=64, lr=1e-3, adapter_init_std=1.0, seed=seed)  # the constant
@@ -223,6 +226,8 @@ def test_an_ablation_of_runs_that_learned_nothing_counts_them_and_says_so(
 ):
     """The one regime: reported runs at chance count with their scores and the verdict names them; the claim that
     every adapter removed falls to the constant is judged on exactly such runs."""
+    choice = FinetuneConfig(task="rte", method="houlsby", adapter_size=64, learning_rate=1e-3, seed=0)
+    fake_record(choice, 60.0)  # the selection seed chose size 64's rate
     for seed in (1, 2, 3):
         config = FinetuneConfig(
             task="rte", method="houlsby", adapter_size=64, learning_rate=1e-3, layer_ablation=True, seed=seed
@@ -444,3 +449,79 @@ def test_an_edge_choice_extends_its_rates_one_step_until_interior_or_at_its_limi
     for task in ("cola", "mrpc"):
         run(task, "full", 1e-4, 20.0)  # the extension: 5e-5 is now interior
     assert hp.extension_grid(ht.label_runs(load_runs(tmp_path))) is None
+
+
+def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_budget(tmp_path, fake_record):
+    """Issue 67's budget rule: full, size 64 and the task's best size (best over every run of each size) choose
+    rate and epochs; size 256, not the best, chooses among its 3-epoch runs, though its 20-epoch run scored higher;
+    the ablations train at size 64's 3-epoch choice. The planner states the cost of what is left and refuses a grid
+    that would break the budget."""
+    stage1 = tmp_path / "stage1"
+
+    def run(lr, score, size=None, epochs=3, seed=0, task="cola", seconds=60.0, finished="2026-12-05", **settings):
+        method = "houlsby" if size else "full"
+        config = FinetuneConfig(
+            task=task,
+            method=method,
+            adapter_size=size,
+            seed=seed,
+            learning_rate=lr,
+            num_train_epochs=epochs,
+            selection_split=True,
+            **settings,
+        )
+        fields = {"train_runtime_s": seconds, "finished_at": f"{finished}T00:00:00+00:00"}
+        fake_record(config, score, folder=stage1, selection_metric_value=score, **fields)
+
+    scores = {  # (size, epochs): {rate: selection score}
+        (8, 3): {1e-3: 20.0, 3e-3: 25.0},
+        (8, 20): {1e-3: 50.0, 3e-3: 30.0},  # the best size: its 20-epoch choice stands
+        (64, 3): {1e-3: 22.0, 3e-3: 21.0},  # the ablations' rate
+        (64, 20): {1e-3: 30.0, 3e-3: 45.0},
+        (256, 3): {1e-3: 24.0, 3e-3: 20.0},  # not the best size: 1e-3 at 3 epochs, not 3e-3 at 20
+        (256, 20): {1e-3: 10.0, 3e-3: 40.0},
+    }
+    for task in ("cola", "mrpc"):
+        for lr, score in ((2e-5, 10.0), (5e-5, 30.0)):
+            run(lr, score, task=task, finished="2026-11-20")
+        for (size, epochs), by_rate in scores.items():
+            for lr, score in by_rate.items():
+                old = "2026-11-20" if epochs == 3 else "2026-12-05"
+                run(lr, score, size, epochs, task=task, seconds=20.0 * epochs, finished=old)
+    runs = ht.label_runs(load_runs(stage1))
+    assert ht.best_sizes(runs) == {"cola": "houlsby-8", "mrpc": "houlsby-8"}
+    chosen = ht.chosen_learning_rates(runs).query("task == 'cola'").set_index("label")
+    picks = {label: (row.learning_rate, row.epochs) for label, row in chosen.iterrows()}
+    assert picks == {
+        "full": (5e-5, 3.0),
+        "houlsby-8": (1e-3, 20.0),
+        "houlsby-64": (3e-3, 20.0),
+        "houlsby-256": (1e-3, 3.0),
+    }
+    assert chosen.loc["houlsby-256", "epochs chosen"]  # its 3-epoch runs report, not its 20-epoch ones
+
+    grid = hp.report_grid(runs)
+    arms = {
+        (b["task"][0], m, s.get("adapter_size", [None])[0]): s for b in grid["axes"] for m, s in b["method"].items()
+    }
+    assert arms[("cola", "houlsby", 256)]["num_train_epochs"] == [3.0]
+    ablations = [b for b in grid["axes"] if "adapter_init_std" in b or "adapter_variant" in b]
+    assert {
+        (b["method"]["houlsby"]["learning_rate"][0], b["method"]["houlsby"]["num_train_epochs"][0]) for b in ablations
+    } == {(1e-3, 3)}
+
+    spent, todo_h, todo = hp.budget(runs, grid)
+    assert spent == pytest.approx(2 * 6 * 400 / 3600)  # the 20-epoch stage-1 runs, made from BUDGET_FROM on
+    ablation_runs = 3 * (len(hp.INIT_STDS) + len(hp.VARIANTS))
+    assert todo == 2 * (5 + 5 + 3 + 3 + ablation_runs)  # no stage-2 run has a record yet
+    # per task: full (5 seeds) at 3 epochs, sizes 64 (5) and 8 (3) at 20, size 256 (3) and the ablations at 3
+    assert todo_h == pytest.approx(2 * (5 * 60 + 5 * 400 + 3 * 400 + 3 * 60 + ablation_runs * 60) / 3600)
+    for seed in (1, 2, 3):  # size 256's reported runs at both epochs: only its 3-epoch choice reports
+        run(1e-3, 70.0, 256, seed=seed)
+        run(3e-3, 5.0, 256, 20, seed=seed)
+    reported = ht.reported_at_chosen_rates(ht.label_runs(load_runs(stage1)))
+    assert set(reported.loc[reported["label"] == "houlsby-256", "main_metric_value"]) == {70.0}
+
+    run(1e-2, 1.0, 8, 20, seconds=hp.BUDGET_H * 3600)  # an extension that spent the whole budget
+    with pytest.raises(ValueError, match="breaks issue 67's budget"):
+        hp.report_grid(ht.label_runs(load_runs(stage1)))

@@ -13,10 +13,15 @@ import seaborn as sns
 
 from adaptstudy.reporting.baselines import flag_runs, selection_failures
 from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
-from adaptstudy.reporting.common import config_column, format_mean_sd, reported
+from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
 from adaptstudy.reporting.evidence import Arm, Unit, contrast, judge
+from adaptstudy.reporting.houlsby.choices import (
+    at_ablation_rates,
+    at_chosen_rates,
+    best_sizes,
+    reported_at_chosen_rates,
+)
 from adaptstudy.reporting.houlsby.published import HOULSBY_COURSE
-from adaptstudy.reporting.houlsby.tables import SELECTION_SEED, at_chosen_rates, best_sizes, reported_at_chosen_rates
 from adaptstudy.reporting.published import published_frame
 from adaptstudy.reporting.verdict_tables import verdict_table
 
@@ -64,10 +69,10 @@ def plot_tradeoff(frame: pd.DataFrame, tasks: list[str]):
 
 
 def ablations_by_task(runs: pd.DataFrame) -> dict[str, list[dict]]:
-    """The records of the reported layer-ablation runs, per task: their nested `layer_ablation` holds a score per
-    span of layers whose adapters were removed."""
+    """The records of the reported layer-ablation runs at size 64's chosen rate and epochs, per task: their nested
+    `layer_ablation` holds a score per span of layers whose adapters were removed."""
     by_task: dict[str, list[dict]] = {}
-    for record in reported(runs)["record"]:
+    for record in reported_at_chosen_rates(runs, ["houlsby-64"])["record"]:
         if record.get("layer_ablation"):
             by_task.setdefault(record["task"], []).append(record)
     return dict(sorted(by_task.items()))
@@ -92,7 +97,8 @@ def plot_ablation(records: list[dict], ax=None):
 
 
 def init_frame(runs: pd.DataFrame) -> pd.DataFrame:
-    """The runs of the initialisation-scale study, with their `init_std`."""
+    """The runs of the initialisation-scale study (at the ablations' rate), with their `init_std`."""
+    runs = at_ablation_rates(runs)
     std = config_column(runs, "adapter_init_std")
     return runs.loc[std.notna()].assign(init_std=std[std.notna()].astype(float))
 
@@ -181,10 +187,10 @@ def _layernorm_units(runs: pd.DataFrame, aside: dict, metric: dict[str, str]) ->
 def _variant_units(runs: pd.DataFrame, aside: dict, metric: dict[str, str]) -> dict[str, list[Unit]]:
     """Per architecture variant and task: the variant − the plain size-64 adapter of the same rate, over the seeds
     both report."""
+    runs = reported(at_ablation_rates(runs))
     variant = config_column(runs, "adapter_variant")
-    variants = runs[variant.notna() & (runs["seed"] != SELECTION_SEED)].assign(variant=variant[variant.notna()])
-    plain = reported_at_chosen_rates(runs)
-    plain = plain[plain["label"] == "houlsby-64"]
+    variants = runs[variant.notna()].assign(variant=variant[variant.notna()])
+    plain = runs[runs["plain"]]
     out: dict[str, list[Unit]] = {}
     for (name, task), group in variants.groupby(["variant", "task"]):
         base = plain[(plain["task"] == task) & plain["seed"].isin(group["seed"])]

@@ -12,8 +12,16 @@ import numpy as np
 import pandas as pd
 
 from adaptstudy.reporting.baselines import FLAG_NOTE, constants_by_task, flag_runs, flagged
-from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd
+from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
 from adaptstudy.reporting.costs import partly_timed
+from adaptstudy.reporting.houlsby.choices import (
+    SIZES,
+    at_ablation_rates,
+    best_sizes,
+    chosen_learning_rates,
+    reported_at_chosen_rates,
+    selection_grid,
+)
 from adaptstudy.reporting.houlsby.published import (
     HOULSBY_2019,
     HOULSBY_HUB_COPIES,
@@ -25,11 +33,9 @@ from adaptstudy.reporting.houlsby.published import (
     HOULSBY_TABLE2_PARAMS,
 )
 from adaptstudy.reporting.published import published_frame
-from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates, chosen_on, grid_edge_note
+from adaptstudy.reporting.selection import chosen_on, grid_edge_note
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
-SIZES = (8, 64, 256)
-SELECTED_LABELS = ["full", *(f"houlsby-{s}" for s in SIZES)]
 RECORD_COLUMNS = [
     "run_id",
     "task",
@@ -70,22 +76,6 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.assign(label=labels, plain=plain.values)
 
 
-def selection_grid(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
-    """The plain runs of the selection seed (those of `labels`; None: every label): the grid that chose."""
-    grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED)]
-    return grid if labels is None else grid[grid["label"].isin(labels)]
-
-
-def chosen_learning_rates(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
-    """Per (task, label) of full fine-tuning and each Table 1 adapter size (`labels`; None: every label the
-    selection seed ran, the trade-off's top-k and layer norm too): the rate with the best choice score."""
-    chosen = choose_learning_rates(selection_grid(runs, labels), ["task", "label"])
-    order = {label: i for i, label in enumerate(SELECTED_LABELS)}
-    return chosen.sort_values(
-        ["task", "label"], key=lambda c: c.map(order).fillna(len(order)) if c.name == "label" else c, ignore_index=True
-    )
-
-
 def selection_note(runs: pd.DataFrame) -> str:
     """Which split and seed chose the learning rates and sizes, and which report."""
     return (
@@ -98,17 +88,6 @@ def selection_note(runs: pd.DataFrame) -> str:
 def rate_edge_note(runs: pd.DataFrame) -> str:
     """Which choices (every label stage 1 ran) fell on the largest or smallest rate tried."""
     return grid_edge_note(chosen_learning_rates(runs, labels=None), lambda row: f"{row.task} {row.label}")
-
-
-def at_chosen_rates(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
-    """The plain runs made at the learning rate chosen for their task and label (method and size), every seed."""
-    return at_learning_rates(runs.loc[runs["plain"]], chosen_learning_rates(runs, labels), ["task", "label"])
-
-
-def reported_at_chosen_rates(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
-    """The runs the tables report: at the chosen rates, of every seed but the one that chose."""
-    chosen = at_chosen_rates(runs, labels)
-    return chosen[chosen["seed"] != SELECTION_SEED]
 
 
 def size_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -147,14 +126,6 @@ def size_means(runs: pd.DataFrame) -> pd.DataFrame:
             "published: mean validation accuracy (BERT-large, GLUE)": [HOULSBY_SIZE_MEANS[s] for s in SIZES],
         }
     )
-
-
-def best_sizes(runs: pd.DataFrame) -> dict[str, str]:
-    """Per task, the adapter size (label) with the best dev score on the selection seed at its chosen rate:
-    Table 1's "Adapters (8-256)" row, chosen as the learning rates are."""
-    chosen = chosen_learning_rates(runs)
-    adapters = chosen[chosen["label"].str.startswith("houlsby-")]
-    return {task: group.loc[group["choice score"].idxmax(), "label"] for task, group in adapters.groupby("task")}
 
 
 def table1(runs: pd.DataFrame) -> pd.DataFrame:
@@ -250,11 +221,12 @@ def variants_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Each architecture variant beside the plain adapter of the same task, size, learning rate and seed, over the
     reported seeds: both means and their paired difference (mean ± sd over seeds)."""
     columns = ["task", "variant", "seeds", "variant: dev metric", "plain adapter", "difference", "difference sd"]
-    variants = runs[config_column(runs, "adapter_variant").notna() & (runs["seed"] != SELECTION_SEED)]
+    runs = reported(at_ablation_rates(runs))
+    variants = runs[config_column(runs, "adapter_variant").notna()]
     if variants.empty:
         return pd.DataFrame(columns=columns)
     keys = ["task", "seed", "config.adapter_size", "config.learning_rate"]
-    plain = runs[runs["plain"] & (runs["method"] == "houlsby")].drop_duplicates(keys)
+    plain = runs[runs["plain"]].drop_duplicates(keys)
     merged = variants.merge(plain[[*keys, "main_metric_value"]], on=keys, suffixes=("", "_plain"))
     merged = merged.assign(difference=merged["main_metric_value"] - merged["main_metric_value_plain"])
     table = merged.groupby(["task", "config.adapter_variant"]).agg(
