@@ -213,6 +213,7 @@ def test_the_layer_ablation_claims_read_the_ablation_runs_among_the_others(runs,
         fake_record(config, 70.0, layer_ablation=ablation, majority_class_score=52.7)
     runs = labelled(tmp_path)
     assert [len(r) for r in hc.ablations_by_task(runs).values()] == [3]
+    assert ht.epochs_note(runs) == "Every arm trained 3 epochs: no stage-1 run at 20 epochs has a record yet."
     assert runs.loc[runs["config.layer_ablation"].astype(bool), "plain"].all()
     claims = claims_table(hc, runs).set_index("claim")
     one = claims.loc["Removing the adapters of any single layer costs little (at most 2 points)"]
@@ -499,6 +500,8 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
         "houlsby-256": (1e-3, 3.0),
     }
     assert chosen.loc["houlsby-256", "epochs chosen"]  # its 3-epoch runs report, not its 20-epoch ones
+    note = ht.epochs_note(runs)
+    assert "cola houlsby-8 20; cola houlsby-64 20; mrpc houlsby-8 20" in note and "houlsby-256" not in note
 
     grid = hp.report_grid(runs)
     arms = {

@@ -19,6 +19,7 @@ from adaptstudy.reporting.houlsby.choices import (
     at_ablation_rates,
     best_sizes,
     chosen_learning_rates,
+    parity_labels,
     reported_at_chosen_rates,
     selection_grid,
 )
@@ -82,6 +83,26 @@ def selection_note(runs: pd.DataFrame) -> str:
         f"Learning rates and each task's best adapter size were chosen with seed {SELECTION_SEED} on "
         f"{chosen_on(selection_grid(runs))}. Tables report the dev set over the other seeds, and the verdicts "
         "rest on them alone."
+    )
+
+
+def epochs_note(runs: pd.DataFrame) -> str:
+    """Which arms chose their epochs, and what (issue 67's rule, `choices`)."""
+    chosen = chosen_learning_rates(runs, labels=None)
+    chosen = chosen[chosen["epochs chosen"].astype(bool)]
+    parity = parity_labels(runs)
+    picked = [
+        f"{t} {a} {e:g}" for t, a, e in zip(chosen["task"], chosen["label"], chosen["epochs"]) if (t, a) in parity
+    ]
+    if not picked:
+        return "Every arm trained 3 epochs: no stage-1 run at 20 epochs has a record yet."
+    return (
+        "Epochs, chosen with the rate on the selection split for size 64 and each task's best size (3 or 20, as the "
+        "paper chose adapters'; full fine-tuning keeps the paper's 3-epoch baseline recipe): "
+        + "; ".join(picked)
+        + ". The other arms chose their rate among their 3-epoch runs and the ablations trained at size 64's 3-epoch "
+        "choice, to keep both stages within 12 CPU-hours (the rule in `reporting/houlsby/choices.py`, written before "
+        "any 20-epoch run)."
     )
 
 
