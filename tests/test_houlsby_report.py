@@ -515,6 +515,8 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
 
     spent, todo_h, todo = hp.budget(runs, grid)
     assert spent == pytest.approx(2 * 6 * 400 / 3600)  # the 20-epoch stage-1 runs, made from BUDGET_FROM on
+    assert ht.budget_note(runs).startswith("Issue 67 (epochs chosen with the rate, edge rates extended) has paid 1.3 ")
+    assert "in 12 runs made from 2026-12-04 on, against its budget of 12." in ht.budget_note(runs)
     ablation_runs = 3 * (len(hp.INIT_STDS) + len(hp.VARIANTS))
     assert todo == 2 * (5 + 5 + 3 + 3 + ablation_runs)  # no stage-2 run has a record yet
     # per task: full (5 seeds) at 3 epochs, sizes 64 (5) and 8 (3) at 20, size 256 (3) and the ablations at 3

@@ -33,9 +33,12 @@ from adaptstudy.planning.stage_2 import _PlainDumper, shared_settings, stage_2_m
 from adaptstudy.reporting.common import config_column, load_runs
 from adaptstudy.reporting.houlsby.choices import (
     BASE_EPOCHS,
+    BUDGET_FROM,
+    BUDGET_H,
     SIZES,
     ablation_choices,
     chosen_learning_rates,
+    issue_67_runs,
     selection_grid,
 )
 from adaptstudy.reporting.houlsby.tables import TABLE1_TASKS, label_runs
@@ -120,10 +123,6 @@ def report_grid(runs: pd.DataFrame, study: str = "houlsby") -> dict:
     return grid
 
 
-BUDGET_H = 12.0  # issue 67: CPU-hours for its stage-1 additions and stage 2 together (AVX512-BF16)
-BUDGET_FROM = "2026-12-04"  # the records this chapter makes from this date on are issue 67's
-
-
 def budget(runs: pd.DataFrame, grid: dict) -> tuple[float, float, int]:
     """(hours issue 67 has spent, hours the grid's cells without a record will take, how many): each cell at the mean
     seconds (training and evaluation) of stage 1's runs of its task, arm and epochs."""
@@ -134,8 +133,7 @@ def budget(runs: pd.DataFrame, grid: dict) -> tuple[float, float, int]:
     epochs = config_column(stage_1, "num_train_epochs", BASE_EPOCHS).fillna(BASE_EPOCHS).astype(float)
     per_run = stage_1.groupby([stage_1["task"], stage_1["label"], epochs])["_paid"].mean()
     estimate = sum(per_run.get((c.task, _label(c), float(c.num_train_epochs)), per_run.max()) for c in todo)
-    since = runs["finished_at"].astype(str) >= BUDGET_FROM if "finished_at" in runs else runs["seed"] < 0
-    return paid[since].sum() / 3600, estimate / 3600, len(todo)
+    return paid[issue_67_runs(runs)].sum() / 3600, estimate / 3600, len(todo)
 
 
 def _label(config: FinetuneConfig) -> str:

@@ -22,6 +22,13 @@ SELECTED_LABELS = ["full", *(f"houlsby-{s}" for s in SIZES)]
 SIZE_LABELS = [f"houlsby-{s}" for s in SIZES]
 BASE_EPOCHS = 3  # what every arm tried; the only epochs outside the parity arms
 KEYS = ["task", "label"]
+BUDGET_H = 12.0  # issue 67: CPU-hours for its stage-1 additions and stage 2 together (AVX512-BF16)
+BUDGET_FROM = "2026-12-04"  # the records this chapter makes from this date on are issue 67's
+
+
+def issue_67_runs(runs: pd.DataFrame) -> pd.Series:
+    """Per run, whether issue 67 paid for it (finished from `BUDGET_FROM` on)."""
+    return runs["finished_at"].astype(str) >= BUDGET_FROM if "finished_at" in runs else runs["seed"] < 0
 
 
 def selection_grid(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
