@@ -49,6 +49,19 @@ def test_fresh_seeds_are_new_and_the_dsp_runs_evaluate_the_whole_split(allocated
         Grid.model_validate(grid)
 
 
+def test_a_later_wave_takes_only_the_claims_it_names_and_leaves_out_the_slow_ones(committed_verdicts, data_dir):
+    """Issue 64: claims declared after the first plan, confirmed where a run costs under its limit."""
+    wave = ["dsp.seqbn-vs-unipelt", "dsp.adapter-small-corpus"]
+    root = PROJECT_ROOT / "results"
+    table, taken = allocate(committed_verdicts[0], root, data_dir=str(data_dir), claims=wave, longest_run_s=300)
+    assert sorted(table["claim"]) == sorted(wave) and (table["taken"] == "yes").all()
+    assert {cell.study for cell in taken} == {"dsp"}
+    table, taken = allocate(committed_verdicts[0], root, data_dir=str(data_dir), claims=wave, longest_run_s=30)
+    assert not taken and table["why"].str.contains(r"over the 0.5 this wave allows").all()
+    with pytest.raises(ValueError, match="no judged claim dsp.nothing"):
+        allocate(committed_verdicts[0], root, claims=["dsp.nothing"])
+
+
 def test_the_committed_plan_names_declared_claims_once_and_keeps_to_the_budget():
     """The plan is frozen when written: later claims are not in it, but every claim it names is declared."""
     plan = pd.read_csv(PLAN / "allocation.csv")
@@ -59,7 +72,7 @@ def test_the_committed_plan_names_declared_claims_once_and_keeps_to_the_budget()
 
 def test_each_committed_plan_lists_the_run_ids_of_its_cells(tmp_path):
     """The report counts the fresh runs landed from the run ids beside each sweep file: they must be its cells'."""
-    for sweep in PLAN.glob("*.yaml"):
+    for sweep in PLAN.rglob("*.yaml"):  # the first plan and each later wave's
         committed = sweep.with_suffix(".run_ids").read_text(encoding="utf-8")
         copy = tmp_path / sweep.name
         copy.write_text(sweep.read_text(encoding="utf-8"), encoding="utf-8")
@@ -88,6 +101,16 @@ def test_each_chapter_states_its_confirmatory_claims_their_cost_and_what_landed(
     assert (
         "no claim of this chapter has a verdict on fresh seeds alone yet"
         in confirmation_note("peft", tmp_path / "results", [], plan=plan).lower()
+    )
+    wave = plan / "issue64"
+    wave.mkdir()
+    (wave / "allocation.csv").write_text('claim,taken,CPU-hours,cumulative,why\npeft.d,yes,0.2,0.2,"1 cell"\n')
+    (wave / "rule.txt").write_text("the same rule, applied to issue 64 (peft.d)\n")
+    note = confirmation_note("peft", tmp_path / "results", plan=plan)
+    assert "(1 still to run), 0.5 CPU-hours paid (training and evaluation). **A later wave** (`issue64`)." in note
+    assert note.endswith(
+        "The rule: the same rule, applied to issue 64 (peft.d). It took 1 of this chapter's claims "
+        "(peft.d), estimated at 0.2 CPU-hours."
     )
     judged = [SimpleNamespace(claim=SimpleNamespace(key=k), verdict="holds") for k in ("peft.a", "dsp.c")]
     note = confirmation_note("peft", tmp_path / "results", judged, plan=plan)

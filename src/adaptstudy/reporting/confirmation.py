@@ -13,28 +13,53 @@ from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import Verdict
 from adaptstudy.runs.records import paid_seconds, records_frame
 
-PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm"
+PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm"  # the first plan; a later wave is a folder of its own inside it
+RULE_FILE = "rule.txt"  # beside a later wave's plan: its rule, as its chapters state it
 BUDGET_H = 10.0  # CPU-hours on an AVX512-BF16 machine (`planning.allocation` spends them)
 STUDIES = {c.name: c.study for c in load_chapters() if c.study}  # chapter -> its results folder
-RULE = (
-    "each exploratory claim costs the fresh seeds of the cells it rests on (5 where a run took under 2 minutes, else "
-    "3) at the median seconds their committed runs paid, prerequisites once; the cheapest claim is taken first, within "
-    f"{BUDGET_H:g} CPU-hours (`src/adaptstudy/planning/allocation.py`, written before any of them ran)"
-)
+
+
+def rule(budget_h: float = BUDGET_H) -> str:
+    """The allocation rule as the chapters state it, at a wave's budget."""
+    return (
+        "each exploratory claim costs the fresh seeds of the cells it rests on (5 where a run took under 2 minutes, "
+        "else 3) at the median seconds their committed runs paid, prerequisites once; the cheapest claim is taken "
+        f"first, within {budget_h:g} CPU-hours (`src/adaptstudy/planning/allocation.py`, written before any of them "
+        "ran)"
+    )
+
+
+RULE = rule()
 
 
 def confirmation_note(
     chapter: str, root: str | Path, confirmed: list[Verdict] | None = None, *, plan: Path = PLAN
 ) -> str:
-    """One paragraph for `chapter` (a claim key's prefix: houlsby, peft, dsp, fusion, hyperformer): the rule, the
-    claims taken and left out with their estimated CPU-hours, the fresh runs committed so far with their cost, and
-    with `confirmed` (`fresh_seeds.fresh_verdicts`) which claims have a verdict on fresh seeds alone."""
+    """One paragraph for `chapter` (a claim key's prefix: houlsby, peft, dsp, fusion, hyperformer): for the plan and
+    each later wave in it, the rule, the claims taken and left out with their estimated CPU-hours and the fresh runs
+    committed so far with their cost; and with `confirmed` (`fresh_seeds.fresh_verdicts`) which claims have a verdict
+    on fresh seeds alone."""
+    waves = [plan, *sorted(p.parent for p in plan.glob(f"*/{RULE_FILE}"))]
+    parts = [part for wave in waves for part in _wave(chapter, root, wave, first=wave == plan)]
+    if not parts:
+        return ""
+    if confirmed is not None:
+        parts.append(_on_fresh_seeds([v for v in confirmed if v.claim.key.startswith(f"{chapter}.")]))
+    return " ".join(parts)
+
+
+def _wave(chapter: str, root: str | Path, plan: Path, first: bool) -> list[str]:
+    """What one plan (the first, or a later wave with its own rule) says of `chapter`."""
     allocation = pd.read_csv(plan / "allocation.csv")
     mine = allocation[allocation["claim"].str.startswith(f"{chapter}.")]
     if mine.empty:
-        return ""
+        return []
     taken, left = mine[mine["taken"] == "yes"], mine[mine["taken"] != "yes"]
-    parts = [f"**Confirmatory runs** (fresh reported seeds, issue 63). The rule: {RULE}."]
+    if first:
+        parts = [f"**Confirmatory runs** (fresh reported seeds, issue 63). The rule: {RULE}."]
+    else:
+        rule = (plan / RULE_FILE).read_text(encoding="utf-8").strip()
+        parts = [f"**A later wave** (`{plan.name}`). The rule: {rule}."]
     if not taken.empty:
         parts.append(
             f"It took {len(taken)} of this chapter's claims ({', '.join(taken['claim'])}), estimated at "
@@ -54,9 +79,7 @@ def confirmation_note(
             f"Landed so far: {len(fresh)} of the {len(cells)} fresh runs of `{shown}` "
             f"({len(cells) - len(fresh)} still to run), {hours:.1f} CPU-hours paid (training and evaluation)."
         )
-    if confirmed is not None:
-        parts.append(_on_fresh_seeds([v for v in confirmed if v.claim.key.startswith(f"{chapter}.")]))
-    return " ".join(parts)
+    return parts
 
 
 def _on_fresh_seeds(confirmed: list[Verdict]) -> str:
