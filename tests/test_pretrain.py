@@ -190,7 +190,11 @@ def test_an_adapters_mlm_training_continues_from_its_artifact(pretrained_adapter
     first = pretrained_adapter["artifact"]
     config = PretrainConfig(corpus="task:acl-arc", mode="seq_bn", init_from=first, max_steps=2, **TINY_MLM)
     assert config.continues_adapter and config.adapter_width(384) == 32
-    saved = _weights(build_pretraining_model(config).mlm, "mlm")
+    model = build_pretraining_model(config)
+    trained = {n for n, p in model.named_parameters() if p.requires_grad}
+    head = {n for n in trained if n.startswith("mlm.cls.predictions.transform.")}  # trains, is not kept (docstring)
+    assert head and all(".adapters.mlm." in n for n in trained - head)
+    saved = _weights(model.mlm, "mlm")
     parent = PretrainConfig(corpus="task:acl-arc", mode="seq_bn", adapter_size=32, **TINY_MLM)
     fresh = _weights(build_pretraining_model(parent).mlm, "mlm")
     assert saved.keys() == fresh.keys() and not all(torch.equal(saved[k], fresh[k]) for k in saved)

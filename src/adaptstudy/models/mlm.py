@@ -94,8 +94,10 @@ def prepare_mode(
 ) -> MaskedPositionsMLM:
     """What a pretraining mode trains: everything (full), the head alone (head), or an adapter (an adapter mode: a
     new one as its continuing method declares, `Method.pretraining_adapter`, or the one saved in `adapter_from`) with
-    everything else frozen, the warmed head included. Except where the adapter adds positions to attention
-    (prefixes), training computes the last layer at the masked positions only."""
+    the encoder frozen. The head's transform and layer norm train beside the adapter (`train_adapter` freezes the
+    base model only; the decoder stays tied to the frozen word embeddings), and the artifact keeps the adapter alone:
+    on minilm-l6 at width 24, 113,040 adapter and 148,608 head parameters train. Except where the adapter adds
+    positions to attention (prefixes), training computes the last layer at the masked positions only."""
     method = METHODS.get(continuing(mode)) if mode in adapter_modes() else None
     if mode == "head":
         for param in model.encoder.parameters():
