@@ -447,6 +447,10 @@ def test_an_edge_choice_extends_its_rates_one_step_until_interior_or_at_its_limi
     ]
     assert all(b["seed"] == [0] and b["selection_split"] == [True] for b in grid["axes"])
     assert hp.limits_hit(ht.label_runs(load_runs(tmp_path))) == ["cola layernorm: 0.1 (largest tried, at the limit)"]
+    assert (
+        "1 stopped at the limit stated for their family before the runs (`choices.RATE_LIMITS`): cola layernorm: "
+        "0.1 (largest tried, at the limit)." in ht.rate_edge_note(ht.label_runs(load_runs(tmp_path)))
+    )
     for task in ("cola", "mrpc"):
         run(task, "full", 1e-4, 20.0)  # the extension: 5e-5 is now interior
     assert hp.extension_grid(ht.label_runs(load_runs(tmp_path))) is None

@@ -26,6 +26,43 @@ BUDGET_H = 12.0  # issue 67: CPU-hours for its stage-1 additions and stage 2 tog
 BUDGET_FROM = "2026-12-04"  # the records this chapter makes from this date on are issue 67's
 
 
+RATE_STEPS = (1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)  # "one step": the next of these
+RATE_LIMITS = {  # the rates an edge extension may reach, per method family, stated before it runs (issue 67)
+    "full": (1e-6, 3e-4),  # above 3e-4 full fine-tuning of a BERT diverges in the field's experience
+    "houlsby": (1e-5, 3e-2),
+    "top_k": (1e-6, 3e-3),
+    "layernorm": (1e-4, 1e-1),
+}
+EXTEND_ORDER = ("full", "houlsby-64", "houlsby-8", "houlsby-256", "top_k", "layernorm")  # parity arms first
+
+
+def limits_hit(runs: pd.DataFrame) -> list[str]:
+    """The edge choices that a rate limit keeps from extending further ('cola full: 1e-06, the limit'), in order."""
+    chosen = chosen_learning_rates(runs, labels=None)
+    return [
+        f"{r.task} {r.label}: {r.learning_rate:g} ({r.edge} tried, at the limit)"
+        for r in sorted(chosen.itertuples(), key=lambda r: (order_of(r.label), r.task))
+        if r.edge and step_beyond(r) is None
+    ]
+
+
+def order_of(label: str) -> int:
+    """Where an arm comes in `EXTEND_ORDER` (the parity arms first)."""
+    return next((i for i, prefix in enumerate(EXTEND_ORDER) if label.startswith(prefix)), len(EXTEND_ORDER))
+
+
+def step_beyond(row) -> float | None:
+    """The rate a step beyond an edge choice, or None (interior, or the next step passes the family's limit)."""
+    if not row.edge:
+        return None
+    low, high = RATE_LIMITS[row.label.partition("-")[0]]
+    at = min(range(len(RATE_STEPS)), key=lambda i: abs(RATE_STEPS[i] - row.learning_rate))
+    nxt = at + (1 if row.edge == "largest" else -1)
+    if not 0 <= nxt < len(RATE_STEPS) or not low <= RATE_STEPS[nxt] <= high:
+        return None
+    return RATE_STEPS[nxt]
+
+
 def issue_67_runs(runs: pd.DataFrame) -> pd.Series:
     """Per run, whether issue 67 paid for it (finished from `BUDGET_FROM` on)."""
     return runs["finished_at"].astype(str) >= BUDGET_FROM if "finished_at" in runs else runs["seed"] < 0

@@ -22,6 +22,7 @@ from adaptstudy.reporting.houlsby.choices import (
     best_sizes,
     chosen_learning_rates,
     issue_67_runs,
+    limits_hit,
     parity_labels,
     reported_at_chosen_rates,
     selection_grid,
@@ -111,8 +112,16 @@ def epochs_note(runs: pd.DataFrame) -> str:
 
 
 def rate_edge_note(runs: pd.DataFrame) -> str:
-    """Which choices (every label stage 1 ran) fell on the largest or smallest rate tried."""
-    return grid_edge_note(chosen_learning_rates(runs, labels=None), lambda row: f"{row.task} {row.label}")
+    """Which choices (every label stage 1 ran) fell on the largest or smallest rate tried, and which of them a stated
+    limit keeps from extending further (issue 67)."""
+    note = grid_edge_note(chosen_learning_rates(runs, labels=None), lambda row: f"{row.task} {row.label}")
+    limits = limits_hit(runs)
+    if limits:
+        note += (
+            f" An edge choice extends its rates a step at a time on the selection split; {len(limits)} stopped at "
+            f"the limit stated for their family before the runs (`choices.RATE_LIMITS`): {'; '.join(limits)}."
+        )
+    return note
 
 
 def size_table(runs: pd.DataFrame) -> pd.DataFrame:
