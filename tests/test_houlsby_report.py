@@ -446,6 +446,7 @@ def test_an_edge_choice_extends_its_rates_one_step_until_interior_or_at_its_limi
         ("mrpc", ("full", {"learning_rate": [1e-4], "num_train_epochs": [3.0]})),
     ]
     assert all(b["seed"] == [0] and b["selection_split"] == [True] for b in grid["axes"])
+    assert hp.budget(ht.label_runs(load_runs(tmp_path)), grid)[2] == 2  # the planner costs the extensions too
     assert hp.limits_hit(ht.label_runs(load_runs(tmp_path))) == ["cola layernorm: 0.1 (largest tried, at the limit)"]
     assert (
         "1 stopped at the limit stated for their family before the runs (`choices.RATE_LIMITS`): cola layernorm: "

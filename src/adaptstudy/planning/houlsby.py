@@ -181,8 +181,11 @@ def choices_comment(runs: pd.DataFrame) -> str:
 
 def choices_and_budget(runs: pd.DataFrame) -> str:
     """`choices_comment`, then the stage-2 grid's cost against issue 67's budget, as YAML comment lines."""
-    spent, todo_h, todo = budget(runs, report_grid(runs))
-    return choices_comment(runs) + (
+    return choices_comment(runs) + _budget_comment(*budget(runs, report_grid(runs)))
+
+
+def _budget_comment(spent: float, todo_h: float, todo: int) -> str:
+    return (
         f"# Budget (issue 67): {BUDGET_H:g} CPU-hours from {BUDGET_FROM}; spent {spent:.1f} h; the {todo} cells "
         f"below without a record about {todo_h:.1f} h\n#   (stage 1's mean seconds per run of the same task, arm and "
         f"epochs): {spent + todo_h:.1f} h in all.\n"
@@ -233,7 +236,15 @@ def main(argv: list[str] | None = None) -> int:
         if grid is None:
             print("every stage-1 choice is interior or at its limit:", "; ".join(limits_hit(runs)) or "none hit")
             return 1
-        print(EXTEND_HEADER + choices_comment(runs))
+        spent, todo_h, todo = budget(runs, grid)
+        if spent + todo_h > BUDGET_H:
+            print(
+                f"error: the extensions break issue 67's budget: {spent:.1f} h spent and {todo} cells at about "
+                f"{todo_h:.1f} h, against {BUDGET_H:g} h; stop extending and say which choices stay on the edge",
+                file=sys.stderr,
+            )
+            return 2
+        print(EXTEND_HEADER + choices_comment(runs) + _budget_comment(spent, todo_h, todo))
         print(yaml.dump(grid, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=120), end="")
         return 0
     return stage_2_main(
