@@ -152,3 +152,22 @@ def test_a_finding_names_only_claims_of_its_file():
                 "findings": [{"source": "s", "finding": "f", "where": "w", "claims": ["nope"]}],
             }
         )
+
+
+def test_a_claim_requires_only_a_declared_claim_and_is_not_testable_until_it_holds(committed_verdicts):
+    """`requires` names a claim of the registry; where it does not hold, the verdict says which and how it stands."""
+    from adaptstudy.reporting.claims import CLAIMS
+
+    required = {k: CLAIMS.get(k).design.requires for k in CLAIMS.names() if CLAIMS.get(k).design.requires}
+    assert required == {
+        "dsp.adapter-dapt": "dsp.dapt",
+        "dsp.adapter-tapt": "dsp.tapt",
+        "dsp.adapter-dapt-tapt": "dsp.dapt",
+    }
+    assert set(required.values()) <= set(CLAIMS.names())
+    judged = {v.claim.key: v for v in committed_verdicts[0]}
+    for key, needed in required.items():
+        gate = judged[needed].verdict
+        if gate != "holds":
+            assert judged[key].verdict == "not testable"
+            assert f"judged only where {needed} holds ({gate} here)" in judged[key].reasons()

@@ -94,14 +94,15 @@ def declaration_path(module_file: str) -> Path:
 class Verdict:
     """A claim judged on runs under a design (its current one unless given): `comparisons` are the units the chapter
     could build, by comparison name; the design decides which enter and how (see the module docstring). `detail`
-    says what a reader needs beside the verdict; `why` makes it not testable for a reason outside the runs (a claim
-    it rests on)."""
+    says what a reader needs beside the verdict; `why` makes it not testable for a reason outside the runs; `gates`
+    holds the verdicts of the claims a design may require (`Design.requires`)."""
 
     claim: Claim
     comparisons: dict[str, list[Unit]]
     detail: str = ""
     why: str = ""
     design: Design | None = None
+    gates: dict[str, str] = field(default_factory=dict)
     _judgements: dict = field(default_factory=dict, repr=False)  # shared by `under`: one judgement per distinct input
 
     def __post_init__(self):
@@ -192,19 +193,32 @@ class Verdict:
         return list(dict.fromkeys(f"{named(n)}{c}" for n, j in zip(self.names, self.judgements) for c in j.collapsed))
 
     @property
+    def blocked(self) -> str:
+        """Why the design keeps the claim from being judged here: `why`, or a required claim that does not hold."""
+        required = self.design.requires
+        if required and self.gates.get(required) != "holds":
+            return "; ".join(
+                filter(
+                    None,
+                    [self.why, f"judged only where {required} holds ({self.gates.get(required, 'not judged')} here)"],
+                )
+            )
+        return self.why
+
+    @property
     def verdict(self) -> str:
-        if self.why or self._judged[2]:
+        if self.blocked or self._judged[2]:
             return "not testable"
         return all_of(self.judgements)
 
     def reasons(self) -> str:
         """Why the verdict is not testable, merged over the comparisons."""
-        return "; ".join(filter(None, [self.why, format_reasons(self._judged[2])]))
+        return "; ".join(filter(None, [self.blocked, format_reasons(self._judged[2])]))
 
     def reason_kinds(self) -> list[str]:
         """The reasons without the units they name ('learned nothing', 'not run', `why`), to count what keeps claims
         from being judged."""
-        kinds = [self.why] if self.why else []
+        kinds = [self.blocked] if self.blocked else []
         return kinds + [r for r in self._judged[2] if r not in kinds]
 
     def rests_on(self) -> str:
@@ -271,11 +285,16 @@ def _named(comparison: str) -> str:
 
 
 def verdict_of(
-    claim: Claim, comparisons: dict[str, Sequence[Unit]] | Sequence[Unit], detail: str = "", why: str = ""
+    claim: Claim,
+    comparisons: dict[str, Sequence[Unit]] | Sequence[Unit],
+    detail: str = "",
+    why: str = "",
+    gates: dict[str, str] | None = None,
 ) -> Verdict:
-    """Judge `claim` on one comparison (a list of units), or on several named ones that must all hold."""
+    """Judge `claim` on one comparison (a list of units), or on several named ones that must all hold; `gates`: the
+    verdicts of the claims its design may require."""
     named = comparisons if isinstance(comparisons, dict) else {"": comparisons}
-    return Verdict(claim, {name: list(units) for name, units in named.items()}, detail, why)
+    return Verdict(claim, {name: list(units) for name, units in named.items()}, detail, why, gates=gates or {})
 
 
 def arm(

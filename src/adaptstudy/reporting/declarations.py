@@ -41,11 +41,13 @@ DESIGN_FIELDS = (
     "rule",
     "smallest_effect",
     "collapse",
+    "requires",
 )
 
 ADDED_FIELDS = (
     "versus_units",
     "every_unit",
+    "requires",
 )  # design fields added after the first ledgers: left out of a fingerprint when empty
 
 
@@ -67,7 +69,9 @@ class Design(BaseModel):
     claim not testable) and `drop` (a unit with such a reported run is left out) rebuild earlier verdicts.
     `versus_units`, where given, makes the effect a comparison between groups: the mean over `units` − the mean over
     these ("helps most on the small targets": their gain above the large targets'). `every_unit`: the rule must
-    hold on each unit alone ("never worse on any target"), not only on their mean."""
+    hold on each unit alone ("never worse on any target"), not only on their mean. `requires`: the key of a claim
+    that must hold for this one to be judged ("does an adapter gain as much as the full model?" asks only where the
+    full model's gain holds); elsewhere the verdict is not testable, saying why."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     sentence: str
@@ -84,6 +88,7 @@ class Design(BaseModel):
     rule: RuleSpec
     smallest_effect: float | None = None
     collapse: Literal["count", "include", "block", "drop"] = "count"
+    requires: str | None = None
 
     @property
     def decision(self) -> Rule:
