@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from adaptstudy.planning.stage_2 import unfinished
 from adaptstudy.reporting.common import load_runs
 
 ROOT = Path(__file__).resolve().parents[1]
+STAGE_1 = {"houlsby_report.yaml": "houlsby_select.yaml"}  # stage 1 grids that run over several sessions
 PLANNED = {  # stage-2 grid: (results folder, the chapter package with its `tables`, its planner)
     "houlsby_report.yaml": ("houlsby", "adaptstudy.reporting.houlsby", "adaptstudy.planning.houlsby"),
     "peft_imdb_report.yaml": ("peft_imdb", "adaptstudy.reporting.peft", "adaptstudy.planning.peft"),
@@ -31,4 +33,8 @@ def test_the_committed_stage_2_grid_is_the_one_the_committed_stage_1_records_cho
     folder, package, planner = PLANNED[grid]
     plan, tables = import_module(planner), import_module(f"{package}.tables")
     runs = tables.label_runs(load_runs(ROOT / "results" / folder))
-    assert yaml.safe_load((ROOT / "params" / "cpu" / grid).read_text()) == plan.report_grid(runs)
+    committed, expected = yaml.safe_load((ROOT / "params" / "cpu" / grid).read_text()), plan.report_grid(runs)
+    if committed != expected and grid in STAGE_1:
+        if unfinished(ROOT / "params" / "cpu" / STAGE_1[grid], ROOT / "results" / folder):
+            pytest.skip(f"{STAGE_1[grid]} is still running: its planner refuses, so the committed {grid} stands")
+    assert committed == expected

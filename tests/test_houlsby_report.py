@@ -535,3 +535,32 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
     run(1e-2, 1.0, 8, 20, seconds=hp.BUDGET_H * 3600)  # an extension that spent the whole budget
     with pytest.raises(ValueError, match="breaks issue 67's budget"):
         hp.report_grid(ht.label_runs(load_runs(stage1)))
+
+
+def test_an_arms_longer_runs_enter_the_choice_once_they_cover_its_rates(tmp_path, fake_record):
+    """Stage 1 runs over several sessions: size 64's one 20-epoch run, however good, does not choose until its
+    20-epoch runs cover the rates it tried at 3."""
+
+    def run(lr, score, epochs):
+        config = FinetuneConfig(
+            task="cola",
+            method="houlsby",
+            adapter_size=64,
+            seed=0,
+            learning_rate=lr,
+            num_train_epochs=epochs,
+            selection_split=True,
+        )
+        fake_record(config, score, folder=tmp_path, selection_metric_value=score)
+
+    run(1e-3, 20.0, 3)
+    run(3e-3, 25.0, 3)
+    run(1e-3, 60.0, 20)
+
+    def pick():
+        chosen = ht.chosen_learning_rates(ht.label_runs(load_runs(tmp_path))).set_index("label")
+        return chosen.loc["houlsby-64", "learning_rate"], chosen.loc["houlsby-64", "epochs"]
+
+    assert pick() == (3e-3, 3.0)
+    run(3e-3, 30.0, 20)
+    assert pick() == (1e-3, 20.0)

@@ -69,9 +69,23 @@ def issue_67_runs(runs: pd.DataFrame) -> pd.Series:
 
 
 def selection_grid(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
-    """The plain runs of the selection seed (those of `labels`; None: every label): the grid that chose."""
+    """The plain runs of the selection seed (those of `labels`; None: every label): the grid that chose. An arm's runs
+    at more epochs than 3 enter once they cover every rate it tried at 3 (stage 1 runs over several sessions: a half
+    run grid would choose from part of it)."""
     grid = runs[runs["plain"] & (runs["seed"] == SELECTION_SEED)]
-    return grid if labels is None else grid[grid["label"].isin(labels)]
+    grid = grid if labels is None else grid[grid["label"].isin(labels)]
+    return grid[_complete(grid)] if not grid.empty else grid
+
+
+def _complete(grid: pd.DataFrame) -> list[bool]:
+    """Per run: at 3 epochs, or its arm's runs at its epochs cover the rates the arm tried at 3."""
+    epochs = config_column(grid, "num_train_epochs", BASE_EPOCHS).fillna(BASE_EPOCHS).astype(float)
+    rates = grid["config.learning_rate"].astype(float).round(12)
+    keys = list(zip(grid["task"], grid["label"], epochs))
+    tried: dict[tuple, set[float]] = {}
+    for key, rate in zip(keys, rates):
+        tried.setdefault(key, set()).add(rate)
+    return [e == BASE_EPOCHS or tried.get((t, a, float(BASE_EPOCHS)), set()) <= tried[(t, a, e)] for t, a, e in keys]
 
 
 def best_sizes(runs: pd.DataFrame) -> dict[str, str]:
