@@ -32,11 +32,22 @@ def run(fake_record):
     each epoch)."""
 
     def write(
-        score, method="full", share=0.9, seed=0, lr=5e-5, fraction=1.0, first=None, epoch_s=10.0, steps=None, curve=None
+        score,
+        method="full",
+        share=0.9,
+        seed=0,
+        lr=5e-5,
+        fraction=1.0,
+        first=None,
+        epoch_s=10.0,
+        steps=None,
+        curve=None,
+        backbone="minilm-l6",
     ):
         cap = 1200 if share == 0.9 else 400
         config = FinetuneConfig(
             task="imdb",
+            backbone=backbone,
             method=method,
             seed=seed,
             learning_rate=lr,
@@ -147,6 +158,21 @@ def test_convergence_compares_the_mean_of_epochs_1_to_3_with_the_last_epoch_over
     assert verdict["verdict"] == "holds" and verdict["seeds"] == 3
     # (75 - 61.7) early against 1 at the end: the gap closes by 12.3 points
     assert verdict["ours: effect [95% CI]"].startswith("+12.3 [")
+
+
+def test_the_slowest_convergence_is_judged_against_every_other_approach_on_either_backbone(tmp_path, run, claims_table):
+    for seed, noise in enumerate((0.0, 0.5, 1.0, 1.5)):
+        for backbone in ("minilm-l6", "minilm-l3"):
+            for method in PEFT_REPORT_METHODS:
+                slowest = (method, backbone) == ("embeddings_only", "minilm-l6")  # the report's Table 7
+                curve = [50.0, 55.0, 60.0] if slowest else [70.0, 75.0, 80.0]
+                run(85.0 + noise, method=method, seed=seed, backbone=backbone, curve=[*curve, 85.0 + noise])
+    runs = pt.label_runs(load_runs(tmp_path))
+    verdict = next(v for v in pc.verdicts(runs) if v.claim == pc.SLOWEST)
+    assert verdict.verdict == "holds" and len(verdict.names) == 9  # four methods on its backbone, five on the other
+    assert all(j.verdict == "holds" for j in verdict.judgements)
+    effect = claims_table(pc, runs).set_index("claim").loc[pc.SLOWEST.sentence, "ours: effect [95% CI]"]
+    assert effect.startswith("vs full on minilm-l6: +20.0 [")
 
 
 def stage_1_config(method: str, lr: float, **settings) -> FinetuneConfig:

@@ -23,6 +23,7 @@ BITFIT_FAST = DECLARED["bitfit-fastest"]
 PROMPT_WEAKEST = DECLARED["prompt-weakest"]
 PROMPT_DATA = DECLARED["prompt-least-data-loss"]
 CONVERGENCE = DECLARED["encoder-only-slower"]
+SLOWEST = DECLARED["embeddings-slowest"]
 EMBEDDINGS_NEAR = DECLARED["embeddings-near-optimal"]
 EMBEDDINGS_CHEAPER = DECLARED["embeddings-cheaper"]
 ENCODER_SCARCE = DECLARED["encoder-overtakes-when-scarce"]
@@ -71,6 +72,11 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         ]
         return Unit(setting, terms)
 
+    def slower_than(method: str, backbone: str) -> Unit:
+        """`method`'s early gap on `backbone` − the larger backbone's embeddings-only early gap, at 90%/10%."""
+        slowest = cells(LARGER, fast, "embeddings_only", "early_gap")
+        return contrast(fast, cells(backbone, fast, method, "early_gap"), slowest, metric="accuracy")
+
     def drop(method: str, backbone: str) -> Unit:
         return Unit(backbone, [(1.0, cells(backbone, fast, method)), (-1.0, cells(backbone, slow, method))])
 
@@ -92,6 +98,15 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
             | {f"vs {m}": [data_loss(m, b) for b in backbones] for m in PEFT_REPORT_METHODS if m != "prompt_tuning"},
         ),
         verdict_of(CONVERGENCE, per_panel("full", "encoder_only", "early_gap")),
+        verdict_of(
+            SLOWEST,
+            {
+                f"vs {m} on {b}": [slower_than(m, b)]
+                for b in (LARGER, SMALLER)
+                for m in PEFT_REPORT_METHODS
+                if (m, b) != ("embeddings_only", LARGER)
+            },
+        ),
         verdict_of(EMBEDDINGS_NEAR, per_panel("full", "embeddings_only")),
         verdict_of(
             EMBEDDINGS_CHEAPER,
