@@ -434,6 +434,22 @@ def test_stage_1_gates_the_sources_on_their_selection_split_and_plans_seeds_1_to
         plan.report_grid(fusion_runs(tmp_path))
 
 
+def test_a_target_set_aside_in_stage_1_stays_aside_on_runs_that_never_trained_on_it(tmp_path, fake_record, fusion_run):
+    """Fresh seeds are not run on a target whose own adapter learned nothing in stage 1 (RTE here): judged on them
+    alone, a claim leaves RTE out on stage 1's evidence, as over every seed, instead of finding it "not run"."""
+    source = {"method": "pfeiffer", "adapter_size": 24, "learning_rate": 1e-3, "keep_adapter": True}
+    protocol_run(fake_record, tmp_path, "rte", **source, selection=51.0, max_train_examples=1000)  # majority 50.2
+    for seed in (1, 2, 3):
+        fusion_run(tmp_path, "mrpc", "pfeiffer", seed, 80.0 + seed)
+        fusion_run(tmp_path, "mrpc", "fusion", seed, 81.0 + seed, attention={"mrpc": 0.2, "rte": 0.8})
+    verdicts = {v.claim.key: v for v in fu.verdicts(fusion_runs(tmp_path))}
+    for key in ("fusion.beats-st-a", "fusion.attends-related"):
+        verdict = verdicts[key]
+        assert any(out.startswith(("rte: set aside", "own weight: rte: set aside")) for out in verdict.left_out), key
+        assert "rte" not in verdict.reasons().split("not run: ")[-1].split(";")[0], key  # not run: the others only
+    assert verdicts["fusion.head-below-full"].reasons().startswith("not run: rte")  # it does not build on the adapter
+
+
 def test_the_hyperformer_search_marks_what_learned_cola_and_picks_by_its_rule(tmp_path, fake_record):
     """The rule, fixed before the runs: the best mean validation among the hypernetwork runs that learned CoLA."""
     tasks = ("cola", "sst2", "mrpc", "stsb", "rte")

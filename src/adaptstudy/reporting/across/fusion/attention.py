@@ -103,6 +103,8 @@ def attention_verdicts(cells: pd.DataFrame, aside: dict[str, str]) -> list[Verdi
             ("related", "", _unit(task, mine, sources, why)),
             ("related", OWN_WEIGHT, _own_weight(task, mine, why)),
         ):
+            if unit is None and why:  # set aside on stage 1's evidence whether or not its fusion ran
+                unit = contrast(task, Arm([], 0, name=FUSED, set_aside=why), 0.0)
             if unit is not None:
                 built[claim].setdefault(name, []).append(unit)
     return [verdict_of(FUSION_OWN, built["own"]), verdict_of(FUSION_RELATED, built["related"])]

@@ -251,7 +251,14 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         )
 
     def having(other: str, first: str = "fusion-st-a") -> list[str]:
-        return [t for t in FUSION_TARGETS if {first, other} <= set(cells.loc[cells["task"] == t, "label"])]
+        """The targets with runs of both arms, and those the comparison sets aside whatever ran (runs made after
+        stage 1, fresh seeds among them, never train on a set-aside target: it stays aside, not "not run")."""
+        built_on_own = bool({first, other} & set(ON_OWN_ADAPTER))
+        return [
+            t
+            for t in FUSION_TARGETS
+            if {first, other} <= set(cells.loc[cells["task"] == t, "label"]) or (built_on_own and t in aside)
+        ]
 
     tasks = having("st-a")
     share = (cells["trainable_params"] / cells["backbone_params"]).groupby(cells["label"]).mean()
