@@ -564,3 +564,43 @@ def test_an_arms_longer_runs_enter_the_choice_once_they_cover_its_rates(tmp_path
     assert pick() == (3e-3, 3.0)
     run(3e-3, 30.0, 20)
     assert pick() == (1e-3, 20.0)
+
+
+def test_a_choice_that_moved_to_20_epochs_is_named_until_its_reported_seeds_run(tmp_path, fake_record):
+    """Stage 1 runs over several sessions: once size 64's 20-epoch runs cover its rates and win, its reported seeds
+    at 3 epochs no longer report, and the chapter names the chosen setting as not yet reported until stage 2 runs it."""
+
+    def run(method, lr, score, seed=0, epochs=3, size=None):
+        config = FinetuneConfig(
+            task="cola",
+            method=method,
+            adapter_size=size,
+            seed=seed,
+            learning_rate=lr,
+            num_train_epochs=epochs,
+            selection_split=True,
+        )
+        fake_record(config, score, selection_metric_value=score)
+
+    for lr, score in ((2e-5, 10.0), (5e-5, 30.0), (1e-4, 20.0)):
+        run("full", lr, score)
+    for size in (8, 64, 256):
+        for lr, score in ((3e-4, 20.0), (1e-3, 25.0), (3e-3, 15.0)):
+            run("houlsby", lr, score + size / 100, size=size)
+    for seed in (1, 2, 3):
+        run("full", 5e-5, 40.0, seed)
+        for size in (8, 64, 256):
+            run("houlsby", 1e-3, 40.0, seed, size=size)
+    assert ht.pending_note(ht.label_runs(load_runs(tmp_path))) == ""
+
+    for lr, score in ((3e-4, 35.0), (1e-3, 28.0), (3e-3, 0.0)):  # 20 epochs at 3e-4 beats every 3-epoch choice
+        run("houlsby", lr, score, epochs=20, size=64)
+    runs = ht.label_runs(load_runs(tmp_path))
+    assert ht.pending_note(runs).startswith(
+        "Chosen, not yet reported: cola houlsby-64 (20 epochs at 0.0003: 0 reported seeds). "
+    )
+    assert "houlsby-256" not in ht.pending_note(runs) and "full" not in ht.pending_note(runs)
+
+    for seed in (1, 2, 3):
+        run("houlsby", 3e-4, 41.0, seed, epochs=20, size=64)
+    assert ht.pending_note(ht.label_runs(load_runs(tmp_path))) == ""

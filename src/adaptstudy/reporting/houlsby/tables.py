@@ -14,9 +14,11 @@ import pandas as pd
 from adaptstudy.reporting.baselines import FLAG_NOTE, constants_by_task, flag_runs, flagged
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
 from adaptstudy.reporting.costs import partly_timed
+from adaptstudy.reporting.evidence import MIN_SEEDS
 from adaptstudy.reporting.houlsby.choices import (
     BUDGET_FROM,
     BUDGET_H,
+    KEYS,
     SIZES,
     at_ablation_rates,
     best_sizes,
@@ -108,6 +110,26 @@ def epochs_note(runs: pd.DataFrame) -> str:
         + ". The other arms chose their rate among their 3-epoch runs and the ablations trained at size 64's 3-epoch "
         "choice, to keep both stages within 12 CPU-hours (the rule in `reporting/houlsby/choices.py`, written before "
         "any 20-epoch run)."
+    )
+
+
+def pending_note(runs: pd.DataFrame) -> str:
+    """The settings the selection seed chose whose reported seeds have not all run: stage 1 runs over several sessions
+    and stage 2 is generated only once it is complete, so until then a moved choice leaves its cells empty."""
+    counts = reported_at_chosen_rates(runs).groupby(KEYS).size()
+    short = [
+        f"{r.task} {r.label} ({r.epochs:g} epochs at {r.learning_rate:g}: {counts.get((r.task, r.label), 0)} "
+        f"reported seeds)"
+        for r in chosen_learning_rates(runs).itertuples()
+        if counts.get((r.task, r.label), 0) < MIN_SEEDS
+    ]
+    if not short:
+        return ""
+    return (
+        "Chosen, not yet reported: " + "; ".join(short) + ". The selection split chose these settings, and their "
+        "reported seeds run in stage 2 (`houlsby_report.yaml`, generated from stage 1's records once stage 1 is "
+        f"complete); until then their cells here are empty and a verdict resting on them reads *not testable* "
+        f"(fewer than {MIN_SEEDS} reported seeds)."
     )
 
 
