@@ -46,9 +46,13 @@ def test_every_verdict_says_what_it_rests_on_and_what_it_left_out(committed_verd
     card = scorecard(verdicts, seconds).set_index(scorecard(verdicts, seconds)["claim"].str.split(":").str[0])
     assert card["rests on"].str.contains(r"\d+ of \d+ units").all()
     parity = next(v for v in verdicts if v.claim.key == "houlsby.parity")
-    # RTE: the selection seed's adapters learned nothing on the selection split, so the one regime sets it aside
-    assert "rte" not in parity.used_units() and any(e.startswith("rte: set aside") for e in parity.left_out)
-    assert "rte" in parity.design.units
+    # RTE: set aside while the selection seed's adapters learned nothing on the selection split at 3 epochs; trained
+    # 20 (issue 67's stage 1), size 64 learns it there (59.4 against the 55.4 needed), so the one regime keeps it in
+    assert "rte" in parity.design.units and "rte" in parity.used_units()
+    assert not any(e.startswith("rte: set aside") for e in parity.left_out)
+    # a unit is set aside only on the selection seed's evidence, and each verdict says which (MRPC's top-2 budget)
+    aside = [e for v in verdicts if v.claim.chapter == "houlsby" for e in v.left_out if ": set aside" in e]
+    assert aside and all(": set aside (the selection seed's run" in e for e in aside)
     # a run that learned nothing counts with its score and is named: the initialisation runs above 1e-2
     degrades = next(v for v in verdicts if v.claim.key == "houlsby.init-degrades")
     assert degrades.collapsed() and degrades.verdict != "not testable"
@@ -66,10 +70,11 @@ def test_status_history_detectable_effect_and_published_figure_are_shown_for_eve
     # the confirmatory runs land
     assert card.loc[judged, "status"].str.startswith("exploratory").all()
     assert card["verdict by design"].str.startswith("declared 2026-").all()
-    assert card.loc[judged, "detectable"].gt(0).all()
+    # a claim with runs but no interval (not testable: an arm short of seeds) has no detectable effect either
+    assert card.loc[judged & (card["verdict"] != "not testable"), "detectable"].gt(0).all()
     assert set(card["paper's figure in our CI"]) <= {"inside", "outside", "–"}
-    parity = card[card["claim"].str.contains("come within about 0.4 points")]
-    assert parity["paper's figure in our CI"].item() in {"inside", "outside"}
+    placed = card["paper's figure in our CI"] != "–"  # the paper's figure is placed only in an interval we have
+    assert placed.sum() >= 3 and card.loc[placed, "detectable"].notna().all()
     table = amendments(verdicts)
     assert {"4e3dc7e", "1cda127", "048d854"} <= {r[:7] for r in table["reason"]}
     assert table["claims"].str.contains("→").all()
