@@ -9,8 +9,12 @@ import adaptstudy.reporting.scorecard  # noqa: F401  (imports every chapter, whi
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.claims import DECLARATIONS as CHAPTER_FILES
+from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.declarations import Chapter, Declared, amend, load_declaration
 from adaptstudy.reporting.findings import findings_table
+from adaptstudy.reporting.houlsby import claims as houlsby_claims
+from adaptstudy.reporting.houlsby import tables as houlsby_tables
+from adaptstudy.reporting.houlsby.choices import issue_67_runs
 
 DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))
 
@@ -90,9 +94,13 @@ def test_the_amendments_issue_63_named_show_the_verdict_under_each_design(commit
     assert "048d854" in reasons["hyperformer.few-shot"]
     before_grid = reasons["hyperformer.few-shot"].index("048d854")  # the paper's 10 cells, 3 never run
     assert history["hyperformer.few-shot"][before_grid] == "not testable"
+    # Houlsby's ablations on the records the audit judged: issue 67's stage 1 (from 2026-12-04) has since moved size
+    # 64's choice to 20 epochs, whose reported seeds stage 2 runs, and the ablation follows size 64's chosen runs
+    runs = houlsby_tables.label_runs(load_runs(PROJECT_ROOT / "results" / "houlsby"))
+    audited = {v.claim.key: v for v in houlsby_claims.verdicts(runs[~issue_67_runs(runs)])}
     for key in ("houlsby.ablation-one", "houlsby.ablation-all", "houlsby.ablation-lower"):
         assert "4e3dc7e" in reasons[key]
-        assert history[key][:2] == ["does not hold", "not testable"], key
+        assert [verdict for _, verdict in audited[key].history()][:2] == ["does not hold", "not testable"], key
     # every claim amended on 2026-12-03 (the one regime) keeps its earlier verdicts beside the current one
     assert all(len(h) == len(v.claim.declared.ledger) for h, v in zip(history.values(), verdicts.values()))
 
