@@ -49,6 +49,21 @@ def runs(tmp_path, run):
     return labelled(tmp_path)
 
 
+def selection_record(fake_record, folder, method, lr, score, seed=0, epochs=3, task="cola", **settings):
+    """A made-up record of a run with the selection split set aside, scoring `score` on its main metric and on the
+    split that chooses."""
+    config = FinetuneConfig(
+        task=task,
+        method=method,
+        seed=seed,
+        learning_rate=lr,
+        num_train_epochs=epochs,
+        selection_split=True,
+        **settings,
+    )
+    fake_record(config, score, folder=folder, selection_metric_value=score)
+
+
 def test_learning_rates_are_chosen_on_seed_0_per_method_and_size(runs):
     chosen = ht.chosen_learning_rates(runs).set_index("label")["learning_rate"]
     assert chosen.to_dict() == {"full": 5e-5, "houlsby-8": 1e-3, "houlsby-64": 1e-3}
@@ -377,16 +392,7 @@ def test_stage_1_chooses_the_epochs_with_the_rate_and_stage_2_carries_each_arms_
     stage1 = tmp_path / "stage1"
 
     def run(method, lr, score, seed=0, epochs=3, task="cola", **settings):
-        config = FinetuneConfig(
-            task=task,
-            method=method,
-            seed=seed,
-            learning_rate=lr,
-            num_train_epochs=epochs,
-            selection_split=True,
-            **settings,
-        )
-        fake_record(config, score, folder=stage1, selection_metric_value=score)
+        selection_record(fake_record, stage1, method, lr, score, seed, epochs, task, **settings)
 
     for task in ("cola", "mrpc"):  # the ablations' tasks
         for lr, score in ((2e-5, 10.0), (5e-5, 30.0)):
@@ -571,16 +577,7 @@ def test_a_choice_that_moved_to_20_epochs_is_named_until_its_reported_seeds_run(
     at 3 epochs no longer report, and the chapter names the chosen setting as not yet reported until stage 2 runs it."""
 
     def run(method, lr, score, seed=0, epochs=3, size=None):
-        config = FinetuneConfig(
-            task="cola",
-            method=method,
-            adapter_size=size,
-            seed=seed,
-            learning_rate=lr,
-            num_train_epochs=epochs,
-            selection_split=True,
-        )
-        fake_record(config, score, selection_metric_value=score)
+        selection_record(fake_record, tmp_path, method, lr, score, seed, epochs, adapter_size=size)
 
     for lr, score in ((2e-5, 10.0), (5e-5, 30.0), (1e-4, 20.0)):
         run("full", lr, score)
