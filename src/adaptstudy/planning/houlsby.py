@@ -41,6 +41,7 @@ from adaptstudy.reporting.houlsby.choices import (
     issue_67_runs,
     limits_hit,
     order_of,
+    parity_labels,
     selection_grid,
     step_beyond,
 )
@@ -146,15 +147,18 @@ def _label(config: FinetuneConfig) -> str:
 
 
 def extension_grid(runs: pd.DataFrame, study: str = "houlsby") -> dict | None:
-    """Stage 1's next edge extensions (issue 67), or None when every choice is interior or at its limit: for each
-    (task, arm) whose chosen rate is the largest or smallest tried at its chosen epochs, one rate a step beyond it
-    (`RATE_STEPS`), at those epochs, seed 0, on the selection split, in `EXTEND_ORDER`. Rerun stage 1 with it and ask
-    again until none is left; `choices.limits_hit` names the choices a limit stopped."""
+    """Stage 1's next edge extensions (issue 67), or None when every parity arm's choice is interior or at its limit:
+    for each parity arm (full, size 64, the task's best size) whose chosen rate is the largest or smallest tried at its
+    chosen epochs, one rate a step beyond it (`RATE_STEPS`), at those epochs, seed 0, on the selection split, in
+    `EXTEND_ORDER`. The other arms' edge choices stay where they are (the budget goes to the parity arms first;
+    `choices.not_extended` names them). Rerun stage 1 with it and ask again until none is left; `choices.limits_hit`
+    names the choices a limit stopped."""
     chosen = chosen_learning_rates(runs, labels=None)
     settings = _task_settings(runs)
+    parity = parity_labels(runs)
     blocks = []
     for row in sorted(chosen.itertuples(), key=lambda r: (order_of(r.label), r.task)):
-        beyond = step_beyond(row)
+        beyond = step_beyond(row) if (row.task, row.label) in parity else None
         if beyond is None:
             continue
         method, _, k = row.label.partition("-")
@@ -210,8 +214,10 @@ HEADER = (
 
 
 EXTEND_HEADER = (
-    "# Houlsby et al. 2019 (issue 67), stage 1's edge extensions: for every choice at an end of its rates, one rate\n"
-    "# a step beyond, at the chosen epochs, seed 0, on the selection split. Generated; do not edit: rerun\n"
+    "# Houlsby et al. 2019 (issue 67), stage 1's edge extensions: for every parity arm's choice (full, size 64, the\n"
+    "# task's best size) at an end of its rates, one rate a step beyond, at the chosen epochs, seed 0, on the\n"
+    "# selection split; the other arms' edge choices are not extended (the budget goes to the parity arms first).\n"
+    "# Generated; do not edit: rerun\n"
     "#   python -m adaptstudy.planning.houlsby --extend > params/cpu/houlsby_extend.yaml\n"
     "# after each sweep of it, until it says every choice is interior or at its limit.\n"
 )

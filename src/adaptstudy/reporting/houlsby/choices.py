@@ -37,13 +37,25 @@ EXTEND_ORDER = ("full", "houlsby-64", "houlsby-8", "houlsby-256", "top_k", "laye
 
 
 def limits_hit(runs: pd.DataFrame) -> list[str]:
-    """The edge choices that a rate limit keeps from extending further ('cola full: 1e-06, the limit'), in order."""
+    """The parity arms' edge choices that a rate limit keeps from extending further ('cola full: 1e-06 (smallest
+    tried, at the limit)'), in order."""
+    return [f"{r.task} {r.label}: {r.learning_rate:g} ({r.edge} tried, at the limit)" for r in _edges(runs, True)]
+
+
+def not_extended(runs: pd.DataFrame) -> list[str]:
+    """The other arms' edge choices, which issue 67's budget leaves unextended (it spends on the parity arms first):
+    lower bounds of what a wider grid would choose."""
+    return [f"{r.task} {r.label}: {r.learning_rate:g} ({r.edge} tried)" for r in _edges(runs, False)]
+
+
+def _edges(runs: pd.DataFrame, parity: bool) -> list:
+    """The edge choices of the parity arms (at their limit) or of the other arms (any), in `EXTEND_ORDER`."""
     chosen = chosen_learning_rates(runs, labels=None)
-    return [
-        f"{r.task} {r.label}: {r.learning_rate:g} ({r.edge} tried, at the limit)"
-        for r in sorted(chosen.itertuples(), key=lambda r: (order_of(r.label), r.task))
-        if r.edge and step_beyond(r) is None
-    ]
+    arms = parity_labels(runs)
+    rows = sorted(chosen.itertuples(), key=lambda r: (order_of(r.label), r.task))
+    if parity:
+        return [r for r in rows if (r.task, r.label) in arms and r.edge and step_beyond(r) is None]
+    return [r for r in rows if (r.task, r.label) not in arms and r.edge]
 
 
 def order_of(label: str) -> int:

@@ -25,6 +25,7 @@ from adaptstudy.reporting.houlsby.choices import (
     chosen_learning_rates,
     issue_67_runs,
     limits_hit,
+    not_extended,
     parity_labels,
     reported_at_chosen_rates,
     selection_grid,
@@ -137,11 +138,17 @@ def rate_edge_note(runs: pd.DataFrame) -> str:
     """Which choices (every label stage 1 ran) fell on the largest or smallest rate tried, and which of them a stated
     limit keeps from extending further (issue 67)."""
     note = grid_edge_note(chosen_learning_rates(runs, labels=None), lambda row: f"{row.task} {row.label}")
-    limits = limits_hit(runs)
+    limits, unextended = limits_hit(runs), not_extended(runs)
     if limits:
         note += (
-            f" An edge choice extends its rates a step at a time on the selection split; {len(limits)} stopped at "
-            f"the limit stated for their family before the runs (`choices.RATE_LIMITS`): {'; '.join(limits)}."
+            f" A parity arm's edge choice extends its rates a step at a time on the selection split; {len(limits)} "
+            f"stopped at the limit stated for their family before the runs (`choices.RATE_LIMITS`): "
+            f"{'; '.join(limits)}."
+        )
+    if unextended:
+        note += (
+            f" The other arms' {len(unextended)} edge choices were not extended (issue 67's budget goes to the parity "
+            f"arms first), so each is a lower bound of what a wider grid would give: {'; '.join(unextended)}."
         )
     return note
 
