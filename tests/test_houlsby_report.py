@@ -370,7 +370,7 @@ def test_the_planner_refuses_until_every_stage_1_cell_has_an_ok_record(tmp_path,
     configs = [c.config for c in sweep.plan(stage1, results_dir=results).cells]
     for config in configs[1:]:  # full fine-tuning at 2e-5 has not run: its rate would be chosen from 5e-5 alone
         fake_record(config, 50.0, folder=results, selection_metric_value=50.0)
-    assert hp.main([str(results), "--stage-1", str(stage1)]) == 2
+    assert hp.main([str(results), "--stage-1", str(stage1), "--also"]) == 2
     error = capsys.readouterr().err
     assert (
         "no ok record for 1 cell(s)" in error
@@ -378,9 +378,21 @@ def test_the_planner_refuses_until_every_stage_1_cell_has_an_ok_record(tmp_path,
     )
 
     fake_record(configs[0], 50.0, folder=results, selection_metric_value=60.0)
-    assert hp.main([str(results), "--stage-1", str(stage1)]) == 0
+    assert hp.main([str(results), "--stage-1", str(stage1), "--also"]) == 0
     out = capsys.readouterr().out
     assert "&id" not in out and "*id" not in out  # repeated seed lists are written out, not aliased
+    extension = tmp_path / "extend.yaml"  # an edge extension not yet run: a choice may still move
+    extension.write_text(
+        yaml.safe_dump(
+            {
+                "study": "houlsby",
+                "fixed": {"seed": 0, "selection_split": True},
+                "axes": {"task": ["cola"], "method": {"full": {"learning_rate": [1e-4]}}},
+            }
+        )
+    )
+    assert hp.main([str(results), "--stage-1", str(stage1), "--also", str(extension)]) == 2
+    assert "no ok record for 1 cell(s) of " + str(extension) in capsys.readouterr().err
     grid = yaml.safe_load(out)
     assert grid["axes"][0]["method"]["full"] == {"learning_rate": [2e-5]}
 
@@ -410,8 +422,9 @@ def test_stage_1_chooses_the_epochs_with_the_rate_and_stage_2_carries_each_arms_
     assert chosen.loc["full", "epochs"] == 3.0 and "× 20 ep: 40.0" in chosen.loc["houlsby-64", "grid"]
 
     grid = hp.report_grid(runs)
-    table1 = grid["axes"][0]["method"]
-    assert table1["houlsby"]["num_train_epochs"] == [20.0] and table1["full"]["num_train_epochs"] == [3.0]
+    full, size64 = grid["axes"][0], grid["axes"][1]  # each its own block: its seeds follow whether its choice moved
+    assert full["method"]["full"]["num_train_epochs"] == [3.0] and full["seed"] == [1, 2, 3, 4, 5]
+    assert size64["method"]["houlsby"]["num_train_epochs"] == [20.0] and size64["seed"] == hp.MOVED_SEEDS
     assert "num_train_epochs" not in grid["fixed"]
     for seed in (1, 2, 3):  # reported runs at both epochs: only the chosen ones report
         run("houlsby", 1e-3, 60.0, seed=seed, epochs=20, adapter_size=64)
@@ -420,10 +433,11 @@ def test_stage_1_chooses_the_epochs_with_the_rate_and_stage_2_carries_each_arms_
     assert set(reported.loc[reported["label"] == "houlsby-64", "main_metric_value"]) == {60.0}
 
 
-def test_an_edge_choice_extends_its_rates_one_step_until_interior_or_at_its_limit(tmp_path, fake_record):
+def test_a_parity_arms_edge_choice_extends_its_rates_one_step_until_interior_or_at_its_limit(tmp_path, fake_record):
     """Issue 67: full fine-tuning best at the largest rate gets one step beyond (1e-4), at its chosen epochs;
-    size 64, interior, gets nothing; layer norm only, best at the largest rate its limit allows, is named instead.
-    Once the extension's record is in and the choice is interior, nothing is left to extend."""
+    size 64, interior, gets nothing; full fine-tuning best at the largest rate its limit allows is named instead;
+    layer norm only, not a parity arm, is not extended and is named as a lower bound. Once the extension's record is
+    in and the choice is interior, nothing is left to extend."""
 
     def run(task, method, lr, score, epochs=3, **settings):
         config = FinetuneConfig(
@@ -443,23 +457,24 @@ def test_an_edge_choice_extends_its_rates_one_step_until_interior_or_at_its_limi
         for size in (8, 64, 256):
             for lr, score in ((3e-4, 20.0), (1e-3, 25.0), (3e-3, 22.0)):
                 run(task, "houlsby", lr, score, epochs=20, adapter_size=size)
-    run("cola", "layernorm", 3e-2, 5.0)
-    run("cola", "layernorm", 1e-1, 6.0)
-    grid = hp.extension_grid(ht.label_runs(load_runs(tmp_path)))
+    run("mrpc", "full", 1e-4, 35.0)
+    run("mrpc", "full", 3e-4, 40.0)  # the largest rate full fine-tuning's limit allows
+    run("cola", "layernorm", 3e-3, 5.0)
+    run("cola", "layernorm", 1e-2, 6.0)
+    runs = ht.label_runs(load_runs(tmp_path))
+    grid = hp.extension_grid(runs)
     cells = [(b["task"][0], *b["method"].items()) for b in grid["axes"]]
-    assert cells == [
-        ("cola", ("full", {"learning_rate": [1e-4], "num_train_epochs": [3.0]})),
-        ("mrpc", ("full", {"learning_rate": [1e-4], "num_train_epochs": [3.0]})),
-    ]
+    assert cells == [("cola", ("full", {"learning_rate": [1e-4], "num_train_epochs": [3.0]}))]
     assert all(b["seed"] == [0] and b["selection_split"] == [True] for b in grid["axes"])
-    assert hp.budget(ht.label_runs(load_runs(tmp_path)), grid)[2] == 2  # the planner costs the extensions too
-    assert hp.limits_hit(ht.label_runs(load_runs(tmp_path))) == ["cola layernorm: 0.1 (largest tried, at the limit)"]
+    assert hp.budget(runs, grid)[2] == 1  # the planner costs the extensions too
+    assert hp.limits_hit(runs) == ["mrpc full: 0.0003 (largest tried, at the limit)"]
+    note = ht.rate_edge_note(runs)
     assert (
-        "1 stopped at the limit stated for their family before the runs (`choices.RATE_LIMITS`): cola layernorm: "
-        "0.1 (largest tried, at the limit)." in ht.rate_edge_note(ht.label_runs(load_runs(tmp_path)))
+        "1 stopped at the limit stated for their family before the runs (`choices.RATE_LIMITS`): mrpc full: "
+        "0.0003 (largest tried, at the limit)." in note
     )
-    for task in ("cola", "mrpc"):
-        run(task, "full", 1e-4, 20.0)  # the extension: 5e-5 is now interior
+    assert "The other arms' 1 edge choices were not extended" in note and "cola layernorm: 0.01 (largest" in note
+    run("cola", "full", 1e-4, 20.0)  # the extension: 5e-5 is now interior
     assert hp.extension_grid(ht.label_runs(load_runs(tmp_path))) is None
 
 
@@ -519,6 +534,14 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
         (b["task"][0], m, s.get("adapter_size", [None])[0]): s for b in grid["axes"] for m, s in b["method"].items()
     }
     assert arms[("cola", "houlsby", 256)]["num_train_epochs"] == [3.0]
+    seeds = {
+        (b["task"][0], m, s.get("adapter_size", [None])[0]): b["seed"]
+        for b in grid["axes"]
+        if "adapter_init_std" not in b and "adapter_variant" not in b
+        for m, s in b["method"].items()
+    }
+    assert seeds[("cola", "full", None)] == [1, 2, 3, 4, 5]  # its choice stands (made before issue 67)
+    assert seeds[("cola", "houlsby", 64)] == hp.MOVED_SEEDS == [1, 2, 3]  # moved to 20 epochs: the budget's cut
     ablations = [b for b in grid["axes"] if "adapter_init_std" in b or "adapter_variant" in b]
     assert {
         (b["method"]["houlsby"]["learning_rate"][0], b["method"]["houlsby"]["num_train_epochs"][0]) for b in ablations
@@ -529,14 +552,18 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
     assert ht.budget_note(runs).startswith("Issue 67 (epochs chosen with the rate, edge rates extended) has paid 1.3 ")
     assert "in 12 runs made from 2026-12-04 on, against its budget of 12." in ht.budget_note(runs)
     ablation_runs = 3 * (len(hp.INIT_STDS) + len(hp.VARIANTS))
-    assert todo == 2 * (5 + 5 + 3 + 3 + ablation_runs)  # no stage-2 run has a record yet
-    # per task: full (5 seeds) at 3 epochs, sizes 64 (5) and 8 (3) at 20, size 256 (3) and the ablations at 3
-    assert todo_h == pytest.approx(2 * (5 * 60 + 5 * 400 + 3 * 400 + 3 * 60 + ablation_runs * 60) / 3600)
+    assert todo == 2 * (5 + 3 + 3 + 3 + ablation_runs)  # no stage-2 run has a record yet
+    # per task: full (5 seeds) at 3 epochs, sizes 64 and 8 at 20 (moved: 3 seeds, the cut), size 256 (3) and the
+    # ablations at 3
+    assert todo_h == pytest.approx(2 * (5 * 60 + 3 * 400 + 3 * 400 + 3 * 60 + ablation_runs * 60) / 3600)
     for seed in (1, 2, 3):  # size 256's reported runs at both epochs: only its 3-epoch choice reports
         run(1e-3, 70.0, 256, seed=seed)
         run(3e-3, 5.0, 256, 20, seed=seed)
     reported = ht.reported_at_chosen_rates(ht.label_runs(load_runs(stage1)))
     assert set(reported.loc[reported["label"] == "houlsby-256", "main_metric_value"]) == {70.0}
+    run(3e-3, 45.0, 64, 20, seed=1, seconds=hp.BUDGET_H * 3600)  # a stage-2 run that paid far above its estimate
+    landed = ht.label_runs(load_runs(stage1))
+    assert hp.budget(landed, hp.report_grid(landed)) == (spent, todo_h, todo)  # the plan stands while it runs
 
     run(1e-2, 1.0, 8, 20, seconds=hp.BUDGET_H * 3600)  # an extension that spent the whole budget
     with pytest.raises(ValueError, match="breaks issue 67's budget"):

@@ -8,7 +8,8 @@ selection split. This module turns its records into the stage-2 grid with the ch
 
 - Table 1: full fine-tuning and size-64 adapters, seeds 1-5 (size 64 also evaluates the layer ablation, which
   removes adapters from the trained model and so costs no training); sizes 8 and 256, seeds 1-3 (one of 8/64/256
-  is the task's best size, so it has at least 3).
+  is the task's best size, so it has at least 3). A choice issue 67 moved (20 epochs, or an extended rate) reports
+  seeds 1-3 (`choices.MOVED_SEEDS`, the budget's cut); a choice that stands keeps its records.
 - Trade-off: top-k fine-tuning and layer-norm-only, each at its own chosen rate, seeds 1-3, where stage 1 ran them.
 - Initialisation scale and architecture variants: size 64 at its 3-epoch choice, seeds 1-3, on `ABLATION_TASKS`.
 
@@ -30,16 +31,18 @@ import yaml
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.models.methods import METHODS
 from adaptstudy.planning.stage_2 import _PlainDumper, shared_settings, stage_2_main, unfinished
-from adaptstudy.reporting.common import config_column, load_runs
+from adaptstudy.reporting.common import SELECTION_SEED, config_column, load_runs
 from adaptstudy.reporting.houlsby.choices import (
     BASE_EPOCHS,
     BUDGET_FROM,
     BUDGET_H,
+    MOVED_SEEDS,
     SIZES,
     ablation_choices,
     chosen_learning_rates,
     issue_67_runs,
     limits_hit,
+    moved_choices,
     order_of,
     parity_labels,
     selection_grid,
@@ -79,23 +82,24 @@ def report_grid(runs: pd.DataFrame, study: str = "houlsby") -> dict:
         """The arm's chosen rate, and its chosen epochs where its task's stage 1 tried several."""
         if (task, label) not in chosen:
             raise ValueError(f"stage 1 chose no rate for {task} {label}: its seed-0 runs are missing")
-        epochs = {} if "num_train_epochs" in settings[task] else {"num_train_epochs": [chosen_epochs[(task, label)]]}
+        epochs = (
+            {} if "num_train_epochs" in settings[task] else {"num_train_epochs": [float(chosen_epochs[(task, label)])]}
+        )
         return {"learning_rate": [float(chosen[(task, label)])], **epochs}
 
     def _base(task: str) -> dict:
         return {} if "num_train_epochs" in settings[task] else {"num_train_epochs": [BASE_EPOCHS]}
 
-    blocks = [
-        block(
-            t,
-            TABLE1_SEEDS,
-            {
-                "full": rate(t, "full"),
-                "houlsby": {"adapter_size": [64], **rate(t, "houlsby-64"), "layer_ablation": [True]},
-            },
-        )
-        for t in tasks
-    ]
+    moved = moved_choices(runs)
+
+    def seeds(task: str, label: str) -> list[int]:
+        return MOVED_SEEDS if (task, label) in moved else TABLE1_SEEDS
+
+    blocks = []
+    for t in tasks:
+        blocks.append(block(t, seeds(t, "full"), {"full": rate(t, "full")}))
+        size64 = {"adapter_size": [64], **rate(t, "houlsby-64"), "layer_ablation": [True]}
+        blocks.append(block(t, seeds(t, "houlsby-64"), {"houlsby": size64}))
     for size in (s for s in SIZES if s != 64):
         blocks += [block(t, SEEDS, {"houlsby": {"adapter_size": [size], **rate(t, f"houlsby-{size}")}}) for t in tasks]
     for task, label in chosen.index:
@@ -128,16 +132,20 @@ def report_grid(runs: pd.DataFrame, study: str = "houlsby") -> dict:
 
 
 def budget(runs: pd.DataFrame, grid: dict) -> tuple[float, float, int]:
-    """(hours issue 67 has spent, hours the grid's cells without a record will take, how many): each cell at the mean
-    seconds (training and evaluation) of stage 1's runs of its task, arm and epochs."""
-    done = set(runs["run_id"])
-    todo = [c for c in (validate(FinetuneConfig, v) for v in expand(Grid(**grid))) if c.run_id not in done]
+    """(hours issue 67's selection runs have paid, hours the grid's cells will take that no selection run or record
+    from before issue 67 covers, how many): each cell at the mean seconds (training and evaluation) of stage 1's runs
+    of its task, arm and epochs. Stage 2's cells count at that estimate even once their records land, so the
+    planner's verdict on a grid does not change while it runs; the chapter's budget note gives what they paid."""
     paid = paid_seconds(runs, "train_runtime_s") + paid_seconds(runs, "eval_runtime_s")
+    mine = issue_67_runs(runs)
+    stage_2 = mine & (runs["seed"] != SELECTION_SEED)
+    done = set(runs.loc[~stage_2, "run_id"])
+    todo = [c for c in (validate(FinetuneConfig, v) for v in expand(Grid(**grid))) if c.run_id not in done]
     stage_1 = selection_grid(runs.assign(_paid=paid), None)
     epochs = config_column(stage_1, "num_train_epochs", BASE_EPOCHS).fillna(BASE_EPOCHS).astype(float)
     per_run = stage_1.groupby([stage_1["task"], stage_1["label"], epochs])["_paid"].mean()
     estimate = sum(per_run.get((c.task, _label(c), float(c.num_train_epochs)), per_run.max()) for c in todo)
-    return paid[issue_67_runs(runs)].sum() / 3600, estimate / 3600, len(todo)
+    return paid[mine & ~stage_2].sum() / 3600, estimate / 3600, len(todo)
 
 
 def _label(config: FinetuneConfig) -> str:
@@ -190,9 +198,9 @@ def choices_and_budget(runs: pd.DataFrame) -> str:
 
 def _budget_comment(spent: float, todo_h: float, todo: int) -> str:
     return (
-        f"# Budget (issue 67): {BUDGET_H:g} CPU-hours from {BUDGET_FROM}; spent {spent:.1f} h; the {todo} cells "
-        f"below without a record about {todo_h:.1f} h\n#   (stage 1's mean seconds per run of the same task, arm and "
-        f"epochs): {spent + todo_h:.1f} h in all.\n"
+        f"# Budget (issue 67): {BUDGET_H:g} CPU-hours from {BUDGET_FROM}; its selection runs paid {spent:.1f} h; "
+        f"the {todo} cells below\n#   that it adds about {todo_h:.1f} h (stage 1's mean seconds per run of the same "
+        f"task, arm and epochs): {spent + todo_h:.1f} h in all.\n"
     )
 
 
@@ -213,13 +221,16 @@ HEADER = (
 )
 
 
+EXTEND_GRID = "params/cpu/houlsby_extend.yaml"
 EXTEND_HEADER = (
     "# Houlsby et al. 2019 (issue 67), stage 1's edge extensions: for every parity arm's choice (full, size 64, the\n"
     "# task's best size) at an end of its rates, one rate a step beyond, at the chosen epochs, seed 0, on the\n"
     "# selection split; the other arms' edge choices are not extended (the budget goes to the parity arms first).\n"
-    "# Generated; do not edit: rerun\n"
-    "#   python -m adaptstudy.planning.houlsby --extend > params/cpu/houlsby_extend.yaml\n"
-    "# after each sweep of it, until it says every choice is interior or at its limit.\n"
+    "# Generated; do not edit: after each sweep of it, rerun\n"
+    "#   python -m adaptstudy.planning.houlsby --extend > /tmp/extend.yaml && mv /tmp/extend.yaml "
+    f"{EXTEND_GRID}\n"
+    "# until it says (exit 1) every parity arm's choice is interior or at its limit; this file then keeps the last\n"
+    "# round, and the stage-2 planner refuses while a cell of it has no record.\n"
 )
 
 
@@ -240,7 +251,11 @@ def main(argv: list[str] | None = None) -> int:
         runs = label_runs(load_runs(folder))
         grid = extension_grid(runs, study=folder.name)
         if grid is None:
-            print("every stage-1 choice is interior or at its limit:", "; ".join(limits_hit(runs)) or "none hit")
+            print(
+                "every parity arm's choice is interior or at its limit:",
+                "; ".join(limits_hit(runs)) or "none hit",
+                file=sys.stderr,
+            )
             return 1
         spent, todo_h, todo = budget(runs, grid)
         if spent + todo_h > BUDGET_H:
@@ -254,7 +269,14 @@ def main(argv: list[str] | None = None) -> int:
         print(yaml.dump(grid, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=120), end="")
         return 0
     return stage_2_main(
-        argv, "houlsby", label_runs, report_grid, HEADER, choices_and_budget, "params/cpu/houlsby_select.yaml"
+        argv,
+        "houlsby",
+        label_runs,
+        report_grid,
+        HEADER,
+        choices_and_budget,
+        "params/cpu/houlsby_select.yaml",
+        also=(EXTEND_GRID,),
     )
 
 

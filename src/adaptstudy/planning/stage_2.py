@@ -27,24 +27,34 @@ def shared_settings(records, per_run: set[str], shown: tuple[str, ...] = (), con
     return {k: v for k, v in shared.items() if k in shown or v != defaults.get(k)}
 
 
-def stage_2_main(argv, study: str, label_runs, report_grid, header: str, choices, stage_1: str) -> int:
+def stage_2_main(
+    argv, study: str, label_runs, report_grid, header: str, choices, stage_1: str, also: tuple[str, ...] = ()
+) -> int:
     """A chapter's stage-2 planner (`python -m adaptstudy.planning.<chapter> [RESULTS_DIR] [--stage-1 GRID]`):
     the grid `report_grid` makes from stage 1's labelled runs, as YAML after `header` and `choices(runs)` (comment
-    lines). It refuses while a cell of the stage-1 grid (`stage_1`, relative to the project) has no ok record: a
-    rate would be chosen from part of its grid, and stage 2 would report at it."""
+    lines). It refuses while a cell of the stage-1 grid (`stage_1`, relative to the project), or of the grids `also`
+    names that exist (stage 1's extensions), has no ok record: a rate would be chosen from part of its grid, and
+    stage 2 would report at it."""
     parser = argparse.ArgumentParser(description="The stage-2 grid from stage 1's records, as YAML on stdout.")
     parser.add_argument("results_dir", nargs="?", help=f"stage 1's records (default: results/{study})")
     parser.add_argument("--stage-1", default=str(PROJECT_ROOT / stage_1), help=f"its grid (default: {stage_1})")
+    parser.add_argument(
+        "--also",
+        nargs="*",
+        default=[str(PROJECT_ROOT / g) for g in also if (PROJECT_ROOT / g).exists()],
+        help=f"stage 1's other grids, its edge extensions (default: {', '.join(also) or 'none'})",
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     folder = Path(resolve_results_dir(args.results_dir, study))
     runs = label_runs(load_runs(folder))
     try:
-        missing = unfinished(args.stage_1, folder)
-        if missing:
-            raise ValueError(
-                f"stage 1 has not finished: {folder} has no ok record for {len(missing)} cell(s) of {args.stage_1}, "
-                f"the first {describe_values(missing[0].identity())}; rerun python -m adaptstudy.sweep {args.stage_1}"
-            )
+        for grid_file in [args.stage_1, *args.also]:
+            missing = unfinished(grid_file, folder)
+            if missing:
+                raise ValueError(
+                    f"stage 1 has not finished: {folder} has no ok record for {len(missing)} cell(s) of {grid_file}, "
+                    f"the first {describe_values(missing[0].identity())}; rerun python -m adaptstudy.sweep {grid_file}"
+                )
         grid = report_grid(runs, study=folder.name)
     except (ValueError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
