@@ -549,8 +549,11 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
 
     spent, todo_h, todo = hp.budget(runs, grid)
     assert spent == pytest.approx(2 * 6 * 400 / 3600)  # the 20-epoch stage-1 runs, made from BUDGET_FROM on
-    assert ht.budget_note(runs).startswith("Issue 67 (epochs chosen with the rate, edge rates extended) has paid 1.3 ")
-    assert "in 12 runs made from 2026-12-04 on, against its budget of 12." in ht.budget_note(runs)
+    assert ht.budget_note(runs).startswith(
+        "Issue 67 (epochs chosen with the rate, edge rates extended) has paid 1.3 CPU-hours in 12 runs made from "
+        "2026-12-04 on: 1.3 in 12 selection runs (stage 1's 20-epoch runs and the edge extensions) and 0.0 in 0 "
+        "reported runs (stage 2), against its budget of 12 (10.7 h of it left)."
+    )
     ablation_runs = 3 * (len(hp.INIT_STDS) + len(hp.VARIANTS))
     assert todo == 2 * (5 + 3 + 3 + 3 + ablation_runs)  # no stage-2 run has a record yet
     # per task: full (5 seeds) at 3 epochs, sizes 64 and 8 at 20 (moved: 3 seeds, the cut), size 256 (3) and the
@@ -564,6 +567,8 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
     run(3e-3, 45.0, 64, 20, seed=1, seconds=hp.BUDGET_H * 3600)  # a stage-2 run that paid far above its estimate
     landed = ht.label_runs(load_runs(stage1))
     assert hp.budget(landed, hp.report_grid(landed)) == (spent, todo_h, todo)  # the plan stands while it runs
+    # the stage-2 run and size 256's six reported runs (a minute each) above: the note says what they paid
+    assert "and 12.1 in 7 reported runs (stage 2), against its budget of 12 (1.4 h over it)." in ht.budget_note(landed)
 
     run(1e-2, 1.0, 8, 20, seconds=hp.BUDGET_H * 3600)  # an extension that spent the whole budget
     with pytest.raises(ValueError, match="breaks issue 67's budget"):
