@@ -343,24 +343,23 @@ def budget_note(runs: pd.DataFrame) -> str:
     )
 
 
+COST_COLUMNS = {  # cost_table's columns: (the record's column, how a task and label's runs aggregate it)
+    "runs": ("run_id", "count"),
+    "partly timed": ("partial", "sum"),
+    "train s (sum)": ("train_runtime_s", "sum"),
+    "train s (mean)": ("timed_s", "mean"),
+    "examples/s": ("timed_rate", "mean"),
+    "peak MB": ("peak_rss_mb", "max"),
+    "trained %": ("trained_pct", "first"),
+}
+
+
 def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
     """What the study cost, per task and method/size: runs, training seconds, examples/s, peak memory, trained share.
     Runs resumed before records kept the seconds of earlier sessions (`partly_timed`) count in the sum, a lower bound,
     and are left out of the mean seconds and the speed."""
     if runs.empty:
-        return pd.DataFrame(
-            columns=[
-                "task",
-                "label",
-                "runs",
-                "partly timed",
-                "train s (sum)",
-                "train s (mean)",
-                "examples/s",
-                "peak MB",
-                "trained %",
-            ]
-        )
+        return pd.DataFrame(columns=["task", "label", *COST_COLUMNS])
     partial = partly_timed(runs)
     runs = runs.assign(
         trained_pct=100 * runs["trainable_params"] / _plain_model_params(runs),
@@ -368,18 +367,7 @@ def cost_table(runs: pd.DataFrame) -> pd.DataFrame:
         timed_s=runs["train_runtime_s"].where(~partial),
         timed_rate=runs["train_examples_per_s"].where(~partial),
     )
-    grouped = runs.groupby(["task", "label"], sort=False)
-    table = grouped.agg(
-        **{
-            "runs": ("run_id", "count"),
-            "partly timed": ("partial", "sum"),
-            "train s (sum)": ("train_runtime_s", "sum"),
-            "train s (mean)": ("timed_s", "mean"),
-            "examples/s": ("timed_rate", "mean"),
-            "peak MB": ("peak_rss_mb", "max"),
-            "trained %": ("trained_pct", "first"),
-        }
-    )
+    table = runs.groupby(["task", "label"], sort=False).agg(**COST_COLUMNS)
     return table.reset_index().sort_values(["task", "train s (sum)"], ascending=[True, False])
 
 
