@@ -49,9 +49,9 @@ def runs(tmp_path, run):
     return labelled(tmp_path)
 
 
-def selection_record(fake_record, folder, method, lr, score, seed=0, epochs=3, task="cola", **settings):
+def selection_record(fake_record, folder, method, lr, score, seed=0, epochs=3, task="cola", fields=None, **settings):
     """A made-up record of a run with the selection split set aside, scoring `score` on its main metric and on the
-    split that chooses."""
+    split that chooses; `fields` are the record's own (seconds, finish time)."""
     config = FinetuneConfig(
         task=task,
         method=method,
@@ -61,7 +61,7 @@ def selection_record(fake_record, folder, method, lr, score, seed=0, epochs=3, t
         selection_split=True,
         **settings,
     )
-    fake_record(config, score, folder=folder, selection_metric_value=score)
+    fake_record(config, score, folder=folder, selection_metric_value=score, **(fields or {}))
 
 
 def test_learning_rates_are_chosen_on_seed_0_per_method_and_size(runs):
@@ -440,16 +440,7 @@ def test_a_parity_arms_edge_choice_extends_its_rates_one_step_until_interior_or_
     in and the choice is interior, nothing is left to extend."""
 
     def run(task, method, lr, score, epochs=3, **settings):
-        config = FinetuneConfig(
-            task=task,
-            method=method,
-            seed=0,
-            learning_rate=lr,
-            num_train_epochs=epochs,
-            selection_split=True,
-            **settings,
-        )
-        fake_record(config, score, folder=tmp_path, selection_metric_value=score)
+        selection_record(fake_record, tmp_path, method, lr, score, epochs=epochs, task=task, **settings)
 
     for task in ("cola", "mrpc"):
         run(task, "full", 2e-5, 10.0)
@@ -486,19 +477,11 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
     stage1 = tmp_path / "stage1"
 
     def run(lr, score, size=None, epochs=3, seed=0, task="cola", seconds=60.0, finished="2026-12-05", **settings):
-        method = "houlsby" if size else "full"
-        config = FinetuneConfig(
-            task=task,
-            method=method,
-            adapter_size=size,
-            seed=seed,
-            learning_rate=lr,
-            num_train_epochs=epochs,
-            selection_split=True,
-            **settings,
-        )
         fields = {"train_runtime_s": seconds, "finished_at": f"{finished}T00:00:00+00:00"}
-        fake_record(config, score, folder=stage1, selection_metric_value=score, **fields)
+        method = "houlsby" if size else "full"
+        selection_record(
+            fake_record, stage1, method, lr, score, seed, epochs, task, fields, adapter_size=size, **settings
+        )
 
     scores = {  # (size, epochs): {rate: selection score}
         (8, 3): {1e-3: 20.0, 3e-3: 25.0},
