@@ -32,8 +32,10 @@ def holder_pid(results: Path, run_id: str) -> int:
     return int((results / LOCKS / f"{run_id}.lock").read_text().split()[1])
 
 
-def checkpointed(results: Path, run_id: str) -> bool:
-    return any((results / sw.CHECKPOINTS / run_id).glob("checkpoint-*/adaptstudy.json"))
+def checkpointed(results: Path, run_id: str, after_step: int = 0) -> bool:
+    """A whole checkpoint of `run_id` past `after_step` exists."""
+    done = (results / sw.CHECKPOINTS / run_id).glob("checkpoint-*/adaptstudy.json")
+    return any(int(marker.parent.name.split("-")[-1]) > after_step for marker in done)
 
 
 def test_workers_and_threads_below_one_are_one_clear_error_before_anything_runs(tmp_path):
@@ -73,20 +75,28 @@ def test_two_ray_workers_write_the_records_the_in_process_run_writes(tmp_path, d
 
 
 @pytest.mark.slow
-def test_a_ray_worker_killed_mid_cell_is_retried_and_resumes_from_its_checkpoint(tmp_path, data_dir):
-    grid = write_grid(tmp_path / "g.yaml", {"seed": [5, 6]}, fixed=LONG_CELLS)
-    results = tmp_path / "r"
+def test_a_ray_worker_killed_in_its_last_epoch_is_retried_and_resumes_to_the_uninterrupted_record(tmp_path, data_dir):
+    """Killed in the second (last) epoch, the retried cell resumes from its checkpoint and ends with the record an
+    uninterrupted run writes: the same training loss, per-epoch losses and predictions."""
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [5, 6]}, fixed={**LONG_CELLS, "num_train_epochs": 2})
+    results, clean = tmp_path / "r", tmp_path / "clean"
     killed, other = (c.run_id for c in sw.plan(grid, results).cells)
     proc = sweep_process(grid, results, "--workers", "2", "--threads", "1", stdout=subprocess.PIPE)
-    wait_for(lambda: checkpointed(results, killed), 600, proc)
+    wait_for(lambda: checkpointed(results, killed, after_step=12), 600, proc)  # 12 steps an epoch
     os.kill(holder_pid(results, killed), signal.SIGKILL)  # the worker process, not the sweep
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out[-2000:]
     done = records(results)  # every file parses: none is half-written
     assert set(done) == {killed, other} and all(r["status"] == "ok" for r in done.values())
-    assert done[killed]["resumed_from_step"] >= 1 and done[other]["resumed_from_step"] is None
+    assert done[killed]["resumed_from_step"] > 12 and done[other]["resumed_from_step"] is None
+    assert done[killed]["resumed_order"] == "kept"
     assert "2 cells; ran 2 ok" in out
     assert not (results / sw.CHECKPOINTS).exists()
+    assert sweep_command(grid, clean, "--threads", "1").returncode == 0
+    reference = records(clean)[killed]
+    assert done[killed]["train_loss"] == pytest.approx(reference["train_loss"], rel=1e-12, abs=0)
+    assert [row["train_loss"] for row in done[killed]["history"]] == [r["train_loss"] for r in reference["history"]]
+    assert done[killed]["predictions"] == reference["predictions"]
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ from adaptstudy.runs.records import peak_rss_mb, reset_peak_rss, resolve_results
 from adaptstudy.training.callbacks import NonFiniteLossError, StopOnDivergence, StopOnNonFiniteLoss, TimedCheckpoints
 from adaptstudy.training.checkpoints import resumable_checkpoint
 from adaptstudy.training.device import machine_description, machine_kind, resolve_precision, training_arguments
+from adaptstudy.training.epoch_order import EPOCH_ORDER, KEPT, OrderKeeper
 
 
 def pad_to_multiple_of() -> int | None:
@@ -87,6 +88,7 @@ class Session:
         self.precision = self._precision()
         self.sessions = [here(self.precision)]  # the machine of every session that trained the run, this one last
         self.diverged: dict[str, Any] | None = None  # the divergence rule's evidence, where the run tripped it
+        self.resumed_order: str | None = None  # a resumed run's: were its batches in the uninterrupted run's order
 
     def __enter__(self) -> Session:
         return self
@@ -154,8 +156,10 @@ class Session:
         The Trainer's `training_loss` of a resumed run sums the losses of the steps after the resume only (and
         divides by all steps), and its clock starts at the resume: each checkpoint keeps the sum of the losses
         and the seconds so far, and the resumed run adds them. `keep` gives more for each checkpoint to keep
-        (JSON), which a resumed run reads back from `marker`."""
+        (JSON), which a resumed run reads back from `marker`. The epoch resumed in draws its batches' order as the
+        uninterrupted run did (`epoch_order`)."""
         trainer.add_callback(StopOnNonFiniteLoss())
+        order = OrderKeeper(trainer, self.marker.get(EPOCH_ORDER, {}) if self.resume else None)
         use_fast_dropout(trainer.model)
         marker = self.marker if self.resume else {LOSS_SUM: 0.0, SECONDS: 0.0}
         guard = StopOnDivergence(trainer, marker.get(FIRST_LOSS), self.config.run_id)
@@ -176,12 +180,19 @@ class Session:
             trainer.add_callback(
                 TimedCheckpoints(
                     self.config.checkpoint_every_s,
-                    lambda: {**keep(), **ledger.at_save(), SESSIONS: self.sessions, FIRST_LOSS: guard.first},
+                    lambda: {
+                        **keep(),
+                        **ledger.at_save(),
+                        **order.at_save(),
+                        SESSIONS: self.sessions,
+                        FIRST_LOSS: guard.first,
+                    },
                 )
             )
         output = trainer.train(resume_from_checkpoint=self.resume)
         self.seconds = time.perf_counter() - start
         self.diverged = guard.evidence
+        self.resumed_order = (order.order or KEPT) if self.resume else None
         self._steps = output.global_step
         if not math.isfinite(output.training_loss):
             raise NonFiniteLossError(f"training loss is {output.training_loss}")
@@ -265,6 +276,7 @@ def finish(run: Run, session: Session, write: bool = True, **fields: Any) -> dic
         torch_threads=torch.get_num_threads(),
         machine=machine_description(),
         resumed_from_step=session.resumed_step,
+        resumed_order=session.resumed_order,
         diverged=session.diverged,
         restarted=session.set_aside or None,
         train_runtime_covers="whole run"
