@@ -272,17 +272,54 @@ def test_constant_predictions_are_evidence_and_varied_ones_are_not():
 
 
 @pytest.mark.slow
-def test_an_unloadable_checkpoint_is_set_aside_and_the_run_resumes_before_it(tmp_path, data_dir, capsys):
+def test_an_unloadable_checkpoint_is_set_aside_kept_after_its_cell_and_the_run_resumes_before_it(
+    tmp_path, data_dir, capsys
+):
+    """Set aside inside the run's checkpoint folder, it went with that folder when the cell finished, and the
+    record's `restarted` named a path that was gone."""
     config = FinetuneConfig(**{**TINY, "max_train_examples": 32, "checkpoint_every_s": 0})
-    folder = tmp_path / "ckpt"
+    results = tmp_path / "r"
+    folder = results / sw.CHECKPOINTS / config.run_id
     first = finetune(config, write=False, checkpoint_dir=folder)  # a finished run keeps its last two checkpoints
     newest = Path(last_complete_checkpoint(folder))
     (newest / "optimizer.pt").write_bytes(b"not a pickle")  # damaged on disk
-    again = finetune(config, write=False, checkpoint_dir=folder)
+    assert cells.attempt(config.model_copy(update={"results_dir": str(results)}), results) == ("ok", None)
+    again = json.loads((results / f"{config.run_id}.json").read_text())
     (aside,) = again["restarted"]
-    assert Path(aside["checkpoint"]).name == f"unloadable-{newest.name}" and Path(aside["checkpoint"]).is_dir()
+    assert Path(aside["checkpoint"]).name == f"{config.run_id}-unloadable-{newest.name}"
+    assert Path(aside["checkpoint"]).is_dir() and not folder.exists()  # kept; the run's own folder went
     assert aside["error"].startswith("optimizer.pt: UnpicklingError")
     assert f"checkpoint {newest} does not load" in capsys.readouterr().out
     assert again["resumed_from_step"] < int(newest.name.split("-")[1])
     assert again["metrics"] == pytest.approx(first["metrics"], abs=1e-6)
     records.Record.model_validate(again)
+
+
+@pytest.mark.parametrize("planted", ["lock", "checkpoints", "locks folder"])
+def test_a_link_planted_in_the_results_folder_leaves_its_target_untouched_and_stops_the_cell(tmp_path, planted):
+    """A `.locks/<id>.lock` link pointing outside was truncated and overwritten with the host and pid, and a
+    `.checkpoints/<id>` link got a checkpoint written at its target."""
+    config = FinetuneConfig(**TINY)
+    results, outside = tmp_path / "r", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep me")
+    link = {
+        "lock": results / ".locks" / f"{config.run_id}.lock",
+        "checkpoints": results / sw.CHECKPOINTS / config.run_id,
+        "locks folder": results / ".locks",
+    }[planted]
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(outside / "precious.txt" if planted == "lock" else outside)
+    status, error = cells.attempt(config, results)
+    assert status == "failed" and str(link) in error and "outside" in error
+    assert (outside / "precious.txt").read_text() == "keep me" and sorted(outside.iterdir()) == [outside / "precious.txt"]
+    assert not list(results.glob("*.json"))
+
+
+def test_a_study_folder_that_is_a_link_is_refused_for_what_it_is(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "PROJECT_ROOT", tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "houlsby").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ConfigError, match=r"results/houlsby is a symbolic link \(to .*elsewhere\)"):
+        resolve_results_dir(None, "houlsby")

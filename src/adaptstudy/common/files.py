@@ -77,6 +77,27 @@ def remove_folder(folder: str | os.PathLike | None) -> None:
 LOCKS = ".locks"
 
 
+class OutsideFolderError(ValueError):
+    """A path meant to be inside a folder leads outside it through a symbolic link."""
+
+
+def contained(folder: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """`path` (under `folder`), checked to stay inside `folder` once every symbolic link on the way is followed: a
+    link planted in a results folder (a lock, a checkpoint folder) must not redirect a write elsewhere. Raises
+    `OutsideFolderError` naming the first link that leaves."""
+    folder, path = Path(folder), Path(path)
+    root = folder.resolve()
+    step = folder
+    for part in path.relative_to(folder).parts:
+        step = step / part
+        if step.is_symlink() and not step.resolve().is_relative_to(root):
+            raise OutsideFolderError(
+                f"{step} is a symbolic link to {step.resolve()}, outside {folder}: nothing is written through it "
+                "(remove the link)"
+            )
+    return path
+
+
 @contextmanager
 def run_lock(folder: str | os.PathLike, run_id: str, wait: bool = True) -> Iterator[bool]:
     """An exclusive lock on one run under `folder/.locks/`, held while the block runs: two processes (two sweeps on
@@ -84,9 +105,12 @@ def run_lock(folder: str | os.PathLike, run_id: str, wait: bool = True) -> Itera
     with `wait=False`, False at once when another process holds it. The kernel frees it when its holder dies."""
     import fcntl  # POSIX only: imported where used
 
-    locks = Path(folder) / LOCKS
+    locks = contained(folder, Path(folder) / LOCKS)
     locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / f"{run_id}.lock", "a+") as handle:  # not "w": that would erase the holder's name
+    lock = contained(folder, locks / f"{run_id}.lock")
+    # not truncated on open (that would erase the holder's name), and never through a link
+    descriptor = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with open(descriptor, "r+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from adaptstudy.common.files import is_complete, remove_folder, run_lock
+from adaptstudy.common.files import LOCKS, OutsideFolderError, contained, is_complete, remove_folder, run_lock
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.grid import describe_values
 from adaptstudy.runs.identity import base_record
@@ -73,6 +73,12 @@ def attempt(
 
 
 def _attempt_run(config: CellConfig, results_dir: Path, threads: int | None) -> tuple[str, str | None]:
+    try:  # the cell writes its lock, checkpoints and record inside the results folder, or nothing
+        for path in (LOCKS, f"{LOCKS}/{config.run_id}.lock", CHECKPOINTS, f"{CHECKPOINTS}/{config.run_id}"):
+            contained(results_dir, results_dir / path)
+    except OutsideFolderError as e:
+        print(f"  failed: {config.run_id}: {e}", file=sys.stderr, flush=True)
+        return "failed", str(e)
     with run_lock(results_dir, config.run_id, wait=False) as held:
         if not held:
             return "elsewhere", None

@@ -156,6 +156,11 @@ def resolve_results_dir(results_dir: str | os.PathLike | None, study: str = "fin
     if study == "":
         return root
     folder = root / study
+    if folder.is_symlink():
+        raise ConfigError(
+            f"results/{study} is a symbolic link (to {folder.resolve()}): a study's records are kept in results/ "
+            "itself; remove the link, or give the folder it points to as results_dir"
+        )
     if folder.resolve().parent != root.resolve():
         raise ConfigError(f"study {study!r} is not a folder name under results/ (no '/', '.' or '..')")
     return folder

@@ -3,20 +3,20 @@
 Until checkpoints kept the generator state each epoch's order was drawn from (`training.epoch_order`), a fine-tuning
 run resumed in its second epoch or later trained that epoch on another order of batches than the uninterrupted run,
 and its record did not say so (it has no `resumed_order`). Multi-task runs draw their batches from a generator seeded
-per epoch, and a run resumed inside its first epoch drew from the seed's state: both are unaffected. Such a record
-is rerun uninterrupted (`planning.resumed`); the ledger (`RERUNS`, under the results root) keeps both figures, and the
-new record replaces the old where they differ. One that is not rerun stays flagged wherever a verdict uses it.
+per epoch, and a run resumed inside its first epoch drew from the seed's state: both are unaffected.
+
+Such a record is rerun uninterrupted (`planning.resumed`): where the metrics come out the same the record is kept and
+the rerun joins its `retrained` list; where they differ the new record replaces it and the old training (its scores,
+costs and resume) joins the new record's `retrained` list. Either entry says why (`RERUN`). A record resumed out of
+order with no such entry is `unverified`, and is flagged wherever a verdict uses it.
 """
 
 from __future__ import annotations
 
-import csv
 import math
-from pathlib import Path
 from typing import Any
 
-RERUNS = "resumed_reruns.csv"  # under the results root: one row per rerun of such a record
-MATCHES, DIFFERS = "matches", "differs"  # a rerun's outcome: the same metrics and predictions, or not
+RERUN = "resumed past its first epoch without the epoch's batch order: rerun uninterrupted"
 
 
 def steps_per_epoch(record: dict[str, Any]) -> int | None:
@@ -38,18 +38,12 @@ def resumed_out_of_order(record: dict[str, Any]) -> bool:
     return per_epoch is not None and step > per_epoch
 
 
-def read_reruns(results_root: str | Path) -> dict[str, dict[str, str]]:
-    """The ledger's rows by run id ({} where nothing was rerun)."""
-    path = Path(results_root) / RERUNS
-    if not path.exists():
-        return {}
-    with path.open(newline="") as f:
-        return {row["run_id"]: row for row in csv.DictReader(f)}
+def rerun(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The `retrained` entry of the uninterrupted rerun (on a kept record) or of the replaced resumed run (on the new
+    record), if there is one."""
+    return next((r for r in record.get("retrained", []) if r.get("why") == RERUN), None)
 
 
-def unverified(record: dict[str, Any], reruns: dict[str, dict[str, str]]) -> bool:
-    """Resumed out of order and not shown by an uninterrupted rerun to give the same metrics and predictions."""
-    if not resumed_out_of_order(record):
-        return False
-    row = reruns.get(record["run_id"])
-    return row is None or row["outcome"] != MATCHES or row.get("finished_at") != record.get("finished_at")
+def unverified(record: dict[str, Any]) -> bool:
+    """Resumed out of order, and not shown by an uninterrupted rerun to give the same metrics."""
+    return resumed_out_of_order(record) and rerun(record) is None

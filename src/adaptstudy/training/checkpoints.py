@@ -2,8 +2,9 @@
 
 A checkpoint is complete once its marker is written (`common.files.mark_complete`). One that is complete but does not
 load (a file damaged on disk, a pickle `torch.load(weights_only=True)` refuses) failed its cell on every rerun: it is
-set aside (renamed `unloadable-<name>`, kept for a look, never deleted), the run says so in one line and resumes from
-the newest loadable checkpoint before it, else from step 0; its record keeps what was set aside (`restarted`).
+set aside beside the run's checkpoint folder (`<run folder>-unloadable-<name>`: kept for a look, never deleted, not
+even when the run's folder goes as it finishes), the run says so in one line and resumes from the newest loadable
+checkpoint before it, else from step 0; its record keeps where it was set aside (`restarted`).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def resumable_checkpoint(folder: Path, run_id: str) -> tuple[str | None, list[di
         problem = checkpoint_problem(checkpoint)
         if problem is None:
             return checkpoint, set_aside
-        aside = Path(checkpoint).with_name(SET_ASIDE + Path(checkpoint).name)
+        aside = folder.with_name(f"{folder.name}-{SET_ASIDE}{Path(checkpoint).name}")
         remove_folder(aside)
         Path(checkpoint).rename(aside)
         set_aside.append({"checkpoint": str(aside), "error": problem})

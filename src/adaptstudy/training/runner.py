@@ -126,29 +126,33 @@ def same_metrics(before: dict[str, Any], after: dict[str, Any]) -> bool:
 
 
 RETRAINED_FIELDS = ("train_runtime_s", "eval_runtime_s", "finished_at", "machine", "sessions")
-REPLACED_FIELDS = ("metrics", "validation_metrics", "selection_metrics", "main_metric_value")
+REPLACED_FIELDS = ("metrics", "validation_metrics", "selection_metrics", "main_metric_value", "selection_metric_value")
+REPLACED_FIELDS += ("train_loss",)
 
 
-def keep_or_replace(kept: dict[str, Any], record: dict[str, Any], path: Path) -> None:
-    """After a prerequisite with a kept record trained again: keep that record where the metrics are the same (its
-    costs stay those of the run that first reported; the second training's, paid too, join its `retrained` list,
-    which a chapter's cost counts), else write the new one, which made the artifact in use, with the replaced
-    training (its costs and scores) joining the same list: every training of a run stays paid and in sight."""
+def keep_or_replace(kept: dict[str, Any], record: dict[str, Any], path: Path, why: str | None = None) -> str:
+    """After a run with a kept record trained again (a prerequisite whose artifact this cache lacked; a run resumed
+    out of order, rerun): keep that record where the metrics are the same (its costs stay those of the run that first
+    reported; the second training's, paid too, join its `retrained` list, which a chapter's cost counts), else write
+    the new one, with the replaced training (its costs, scores and resume) joining the same list: every training of
+    a run stays paid and in sight. `why` says why it trained again. Returns "kept" or "replaced"."""
     earlier = kept.get("retrained", [])
+    reason = {"why": why} if why else {}
     if same_metrics(kept["metrics"], record["metrics"]):
         again = {k: record[k] for k in RETRAINED_FIELDS if k in record}
-        write_record({**kept, "retrained": [*earlier, again]}, path.parent)
+        write_record({**kept, "retrained": [*earlier, {**again, **reason}]}, path.parent)
         print(
             f"  {record['run_id']}: the same metrics as its record, which is kept (cost under 'retrained')", flush=True
         )
-        return
+        return "kept"
     print(
         f"  WARNING {record['run_id']}: trained again to other metrics ({kept['metrics']} in its record, "
-        f"{record['metrics']} now); the new record replaces it, as the artifact in use is the new run's",
+        f"{record['metrics']} now); the new record replaces it",
         flush=True,
     )
-    replaced = {k: kept[k] for k in (*RETRAINED_FIELDS, *REPLACED_FIELDS) if k in kept}
-    write_record({**record, "retrained": [*earlier, replaced]}, path.parent)
+    replaced = {k: kept[k] for k in (*RETRAINED_FIELDS, *REPLACED_FIELDS, "resumed_from_step") if k in kept}
+    write_record({**record, "retrained": [*earlier, {**replaced, **reason}]}, path.parent)
+    return "replaced"
 
 
 def prerequisite_waves(configs: list[RunConfig]) -> list[list[tuple[RunConfig, RunConfig]]]:
