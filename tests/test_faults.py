@@ -312,7 +312,9 @@ def test_a_link_planted_in_the_results_folder_leaves_its_target_untouched_and_st
     link.symlink_to(outside / "precious.txt" if planted == "lock" else outside)
     status, error = cells.attempt(config, results)
     assert status == "failed" and str(link) in error and "outside" in error
-    assert (outside / "precious.txt").read_text() == "keep me" and sorted(outside.iterdir()) == [outside / "precious.txt"]
+    assert (outside / "precious.txt").read_text() == "keep me" and sorted(outside.iterdir()) == [
+        outside / "precious.txt"
+    ]
     assert not list(results.glob("*.json"))
 
 

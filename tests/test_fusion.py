@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from adaptstudy.common.files import is_complete
+from adaptstudy.common.files import is_complete, mark_complete
 from adaptstudy.data import load_task, resolve_task
 from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.methods import count_parameters
@@ -163,3 +163,22 @@ def test_a_source_trained_as_a_cell_of_its_own_is_the_one_fusion_uses(tmp_path, 
         **{**TINY, "task": "mrpc", "fusion_sources": ["mrpc"]}, results_dir=str(tmp_path / "results")
     )
     assert run(alone)["fusion_attention"] == pytest.approx({"mrpc": 1.0}, abs=1e-4)
+
+
+@pytest.mark.parametrize("damage", ["truncated weights", "pickled weights", "garbage config"])
+def test_a_damaged_cached_source_adapter_is_named_set_aside_and_trained_again(tmp_path, monkeypatch, damage, capsys):
+    """A truncated or pickled `pytorch_adapter.bin` or a garbage `adapter_config.json` in the cache failed every
+    fusion run with a bare OSError or JSONDecodeError naming no folder, rerun after rerun."""
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    config = FinetuneConfig(**TINY, results_dir=str(tmp_path / "r"))
+    source = source_config("mrpc", config.source_settings, str(tmp_path / "r"))
+    folder = source_folder(source)
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text("{not json" if damage == "garbage config" else "{}")
+    weights = {"truncated weights": b"PK\x03\x04trunc", "pickled weights": b"\x80\x04cos\nsystem\n."}
+    (folder / "pytorch_adapter.bin").write_bytes(weights.get(damage, b""))
+    mark_complete(folder, {"kind": "adapter", "run_id": source.run_id})
+    assert source.run_id in runner.pending_prerequisites(config)  # to train again
+    out = capsys.readouterr().out
+    assert f"the source adapter of mrpc at {folder} does not load" in out and "set aside" in out
+    assert not folder.exists() and folder.with_name(f"{folder.name}-unloadable").is_dir()

@@ -74,3 +74,21 @@ def resumable_checkpoint(folder: Path, run_id: str) -> tuple[str | None, list[di
         print(f"WARNING {run_id}: checkpoint {checkpoint} does not load ({problem}); set aside as {aside.name}, "
               "the run resumes from the checkpoint before it, or from step 0", flush=True)  # fmt: skip
     return None, set_aside
+
+
+def loadable_artifact(folder: Path, what: str) -> bool:
+    """Whether a cached artifact (a source adapter) is complete and loads. One that is complete but does not load (a
+    truncated or pickled weights file, a damaged config) failed every fusion run that read it with an error naming
+    no folder: it is set aside (`<folder>-unloadable`, kept for a look), said in one line, and trains again."""
+    folder = Path(folder)
+    if not is_complete(folder):
+        return False
+    problem = checkpoint_problem(folder)
+    if problem is None:
+        return True
+    aside = folder.with_name(f"{folder.name}-{SET_ASIDE.rstrip('-')}")
+    remove_folder(aside)
+    folder.rename(aside)
+    print(f"WARNING {what} at {folder} does not load ({problem}); set aside as {aside.name}, it trains again",
+          flush=True)  # fmt: skip
+    return False

@@ -29,6 +29,7 @@ from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, sourc
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.runs.records import check_writable, read_ok_record, resolve_results_dir, write_record
+from adaptstudy.training.checkpoints import loadable_artifact
 from adaptstudy.training.device import resolve_precision
 from adaptstudy.training.finetune import finetune
 from adaptstudy.training.multitask import train_multitask
@@ -79,7 +80,9 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
             source = source_config(task, config.source_settings, str(results))
             yield Prerequisite(
                 source,
-                done=lambda source=source: is_complete(source_folder(source)),
+                done=lambda source=source, task=task: loadable_artifact(
+                    source_folder(source), f"the source adapter of {task}"
+                ),
                 train=lambda checkpoints, write, source=source: finetune(
                     source, write, checkpoint_dir=checkpoints, save_adapter_to=source_folder(source)
                 ),

@@ -61,7 +61,13 @@ def add_fusion(model: nn.Module, config) -> nn.Module:
             "(adaptstudy.training.runner.run, or a sweep)"
         )
     for task, folder in folders.items():
-        model.load_adapter(str(folder), load_as=adapter_name(task), with_head=False)
+        try:
+            model.load_adapter(str(folder), load_as=adapter_name(task), with_head=False)
+        except Exception as e:  # whatever the loader raises (truncated weights, a damaged config): name the folder
+            raise ValueError(
+                f"the source adapter of {task} at {folder} does not load ({type(e).__name__}: {e}); a sweep or "
+                "adaptstudy.training.runner.run sets it aside and trains it again"
+            ) from e
     fuse = Fuse(*(adapter_name(t) for t in config.fusion_sources))
     torch.manual_seed(config.seed)
     model.add_adapter_fusion(fuse, "dynamic")
