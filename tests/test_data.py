@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pytest
@@ -7,6 +8,8 @@ from adaptstudy.common.registry import UnknownNameError
 from adaptstudy.data import TASKS, DataNotFoundError, MalformedDataError, load_task, register_task, resolve_task
 from adaptstudy.data.builders import HELPFUL_MIN_VOTES, HELPFUL_SHARE, blitzer_reviews, helpfulness_rows
 from adaptstudy.data.splits import subsample
+from adaptstudy.runs.base import ConfigError, validate
+from adaptstudy.runs.finetune_config import FinetuneConfig
 
 # Split sizes and label sets as the mirror's README gives them.
 GLUE = {
@@ -296,3 +299,32 @@ def test_packing_says_what_it_gains_over_one_text_per_row_on_real_reviews(data_d
     assert table.loc[100_000, "text in an unpacked row (%)"] == pytest.approx(100 * (sum(lengths) / 200) / 100_000)
     assert table.loc[100_000, "gain in tokens per row"] == pytest.approx(100_000 / (sum(lengths) / 200))
     assert 1 < table.loc[128, "gain in tokens per row"] < table.loc[100_000, "gain in tokens per row"]
+
+
+@pytest.mark.parametrize("path", ["../x.csv", "/etc/x.csv", "sub/../../x.csv"])
+def test_a_custom_task_file_outside_the_data_folder_stops_with_one_error_unless_allowed(tmp_path, path):
+    """Files are relative to the data directory; `/abs` and `../` were read from wherever they led without a word."""
+    spec = {
+        "name": "outside",
+        "format": "csv",
+        "files": {"train": path, "dev": "dev.csv"},
+        "text_fields": ["text"],
+        "label_field": "label",
+        "labels": ["a", "b"],
+        "metrics": ["accuracy"],
+        "main_metric": "accuracy",
+    }
+    with pytest.raises(ConfigError, match=rf"train file '{re.escape(path)}' is outside the data directory"):
+        validate(FinetuneConfig, {"task": spec})
+    assert resolve_task({**spec, "files_outside_data_dir": True}).files["train"] == path
+
+
+def test_a_truncated_hyperpartisan_file_is_named(tmp_path, data_dir):
+    folder = tmp_path / "hyperpartisan"
+    folder.mkdir()
+    for source in (data_dir / "hyperpartisan").glob("*.xml"):
+        (folder / source.name).write_bytes(source.read_bytes())
+    articles = folder / "articles-training-byarticle-20181122.xml"
+    articles.write_bytes(articles.read_bytes()[:100_000])
+    with pytest.raises(MalformedDataError, match=rf"{re.escape(str(articles))} is not well-formed XML \(no element"):
+        load_task("hyperpartisan", tmp_path)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from datasets import Dataset, DatasetDict
 
-from adaptstudy.data.errors import DataNotFoundError
+from adaptstudy.data.errors import DataNotFoundError, MalformedDataError
 from adaptstudy.data.readers import read_split
 from adaptstudy.data.splits import stratified_split
 
@@ -36,14 +36,22 @@ def hyperpartisan(spec, root: Path) -> DatasetDict:
     truth = articles.with_name(articles.name.replace("articles-", "ground-truth-"))
     if not truth.is_file():
         raise DataNotFoundError(f"task {spec.name!r}: the labels file {truth} is missing beside {articles}")
-    gold = {a.get("id"): a.get("hyperpartisan") == "true" for a in ET.parse(truth).getroot()}
+    gold = {a.get("id"): a.get("hyperpartisan") == "true" for a in _xml_root(truth)}
     texts, labels = [], []
-    for article in ET.parse(articles).getroot():
+    for article in _xml_root(articles):
         body = " ".join("".join(article.itertext()).split())
         texts.append(f"{article.get('title', '')}. {body}".strip())
         labels.append(spec.labels.index("true" if gold[article.get("id")] else "false"))
     rows = stratified_split(labels, {"train": 516, "dev": 64, "test": 65})
     return DatasetDict({split: _dataset(texts, labels, r) for split, r in rows.items()})
+
+
+def _xml_root(path: Path) -> ET.Element:
+    """The root element of an XML file; a file that does not parse (truncated, damaged) is named in the error."""
+    try:
+        return ET.parse(path).getroot()
+    except ET.ParseError as e:
+        raise MalformedDataError(f"{path} is not well-formed XML ({e}): replace it with a whole copy") from None
 
 
 def first_of_each_text(texts: list[str], exclude: set[str] = frozenset()) -> list[int]:

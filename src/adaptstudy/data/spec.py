@@ -8,6 +8,7 @@ its text fields, its labels (or regression), its metrics and its splits. Custom 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -30,6 +31,9 @@ class TaskSpec(BaseModel):
         description="built: only the task's builder reads the files"
     )
     files: dict[str, str] = Field(description="split -> path relative to the data directory")
+    files_outside_data_dir: bool = Field(
+        False, description="let `files` be absolute or leave the data directory ('..'): said explicitly, never assumed"
+    )
     selection_file: str | None = Field(
         None,
         description="a labelled split made for model selection (FewGLUE's dev32), relative to the data directory: "
@@ -68,6 +72,13 @@ class TaskSpec(BaseModel):
                 f"task {self.name!r}: `files` needs a 'train' split and an evaluation split (dev), "
                 f"got {sorted(self.files)}"
             )
+        for split, path in {**self.files, "selection_file": self.selection_file or ""}.items():
+            parts = PurePosixPath(path)
+            if not self.files_outside_data_dir and (parts.is_absolute() or ".." in parts.parts):
+                raise ValueError(
+                    f"task {self.name!r}: {split} file {path!r} is outside the data directory (files are relative to "
+                    "it, without '..'); set files_outside_data_dir: true to read it from there"
+                )
         if self.label_names is not None and self.labels is not None and len(self.label_names) != len(self.labels):
             raise ValueError(f"task {self.name!r}: label_names and labels differ in length")
         return self
