@@ -325,3 +325,17 @@ def test_a_study_folder_that_is_a_link_is_refused_for_what_it_is(tmp_path, monke
     (tmp_path / "results" / "houlsby").symlink_to(tmp_path / "elsewhere")
     with pytest.raises(ConfigError, match=r"results/houlsby is a symbolic link \(to .*elsewhere\)"):
         resolve_results_dir(None, "houlsby")
+
+
+def test_a_run_whose_steps_all_fall_within_its_warmup_says_so(data_dir, capsys):
+    """Warmup starts at rate 0: a one-step run trained at rate 0, so learning rate 1000 'ran ok' with the untrained
+    model, and nothing said so."""
+    config = FinetuneConfig(**{**TINY, "max_steps": 1, "learning_rate": 1e3, "warmup_ratio": 0.1})
+    finetune(config, write=False)
+    out = capsys.readouterr().out
+    assert (
+        f"WARNING {config.run_id}: its 1 steps all fall within its 1 warmup steps (its only step trains at rate 0)"
+        in out
+    )
+    finetune(config.model_copy(update={"max_steps": 3}), write=False)  # 1 warmup step of 3: no warning
+    assert "warmup" not in capsys.readouterr().out

@@ -3,6 +3,7 @@ from its checkpoint, Ctrl-C stops the workers, and two sweeps at once never trai
 
 import os
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -153,3 +154,54 @@ def test_a_prerequisite_two_ray_cells_start_from_together_is_trained_once(tmp_pa
     # trained once, as a cell of its own before the two (the runner says so; Ray passes the workers' output on)
     assert finished.stdout.count(f"training pretraining (task:rte, head) first: {pretraining['run_id']}") == 1
     assert "first 1 of 1 prerequisites trained" in finished.stdout
+
+
+def test_a_ray_that_cannot_start_or_connect_is_one_line_saying_what_to_do(tmp_path, monkeypatch, capsys):
+    """Token auth on the cluster (ConnectionError after 20 s of retries) and a local start that timed out were
+    tracebacks; `RAY_ADDRESS` with --workers 2 crashed ("num_cpus and num_gpus must not be provided")."""
+    import ray
+
+    seen = []
+
+    def init(**kwargs):
+        seen.append(kwargs)
+        raise ConnectionError("Failed to connect to GCS at address 10.0.0.1:6379 within 20 seconds.\nmore")
+
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    grid = write_grid(tmp_path / "g.yaml", {"seed": [0]})
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert sw.main([str(grid), "--results-dir", str(tmp_path / "r"), "--workers", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "could not connect to the Ray cluster at 10.0.0.1:6379" in err
+    assert "RAY_AUTH_MODE=token" in err and seen[-1]["address"] == "10.0.0.1:6379" and "num_cpus" not in seen[-1]
+    monkeypatch.delenv("RAY_ADDRESS")
+    assert sw.main([str(grid), "--results-dir", str(tmp_path / "r"), "--workers", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the local Ray did not start" in err and "rerun the same command" in err
+
+
+@pytest.mark.slow
+def test_ray_address_in_the_environment_runs_the_sweep_on_that_cluster(tmp_path, data_dir):
+    ray_bin = Path(sys.executable).with_name("ray")
+    port = "6391"
+    token = tmp_path / "auth_token"  # a cluster with token authentication, as Ray starts them by default
+    token.write_text(secrets.token_hex(32))
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token)}
+    started = subprocess.run(
+        [str(ray_bin), "start", "--head", "--port", port, "--num-cpus", "2", "--include-dashboard", "false"],
+        capture_output=True, text=True, env=env, timeout=180,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr[-2000:]
+    try:
+        grid = write_grid(tmp_path / "g.yaml", {"seed": [0, 1]})
+        command = [sys.executable, "-m", "adaptstudy.sweep", str(grid), "--results-dir", str(tmp_path / "r")]
+        done = subprocess.run(
+            [*command, "--workers", "2", "--threads", "1"],
+            capture_output=True, text=True, timeout=900,
+            env={**env, "RAY_ADDRESS": f"127.0.0.1:{port}"},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "2 cells; ran 2 ok" in done.stdout
+    finally:
+        subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, env=env, timeout=120)

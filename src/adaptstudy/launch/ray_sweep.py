@@ -104,12 +104,32 @@ def _cell_task(
 
 
 def _start(ray, workers: int, threads: int, address: str | None) -> None:
+    """Connect to the cluster at `address` (or at `RAY_ADDRESS`, as Ray's own tools read it), else start a local Ray
+    sized for the sweep; a failure is one line saying what to do (`ConfigError`)."""
+    address = address or os.environ.get("RAY_ADDRESS") or None
     env = {k: v for k, v in os.environ.items() if k.startswith(PASSED_ON)}
     options = dict(runtime_env={"env_vars": env}, logging_level="ERROR", log_to_driver=True)
+    try:
+        if address:
+            ray.init(address=address, **options)
+        else:  # a local Ray sized for the sweep: `workers` cells of `threads` CPUs (GPUs as Ray finds them)
+            ray.init(num_cpus=workers * threads, include_dashboard=False, object_store_memory=100 * 2**20, **options)
+    except Exception as e:  # Ray raises ConnectionError, TimeoutError, RuntimeError, ... each with a long trace
+        raise ConfigError(_why_not_started(e, address)) from None
+
+
+def _why_not_started(error: Exception, address: str | None) -> str:
+    said = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
     if address:
-        ray.init(address=address, **options)
-    else:  # a local Ray sized for the sweep: `workers` cells of `threads` CPUs (GPUs as Ray finds them)
-        ray.init(num_cpus=workers * threads, include_dashboard=False, object_store_memory=100 * 2**20, **options)
+        return (
+            f"could not connect to the Ray cluster at {address} ({said}); a cluster started with token "
+            "authentication needs RAY_AUTH_MODE=token here too (the token from RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
+            "~/.ray/auth_token): set it and rerun the same command"
+        )
+    return (
+        f"the local Ray did not start ({said}); on a busy machine it can take longer than Ray waits: rerun the same "
+        "command (cells with records are kept, interrupted ones resume), or run in process with --workers 1"
+    )
 
 
 def _import_ray():

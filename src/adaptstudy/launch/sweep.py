@@ -27,6 +27,7 @@ checkpoint under `<results_dir>/.checkpoints/<run_id>/` and resume from there af
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -141,6 +142,7 @@ def run(
         [Cell(needed, needed_by=by) for needed, by in wave] for wave in prerequisite_waves([c.config for c in todo])
     ]
     p.prerequisites = [cell for wave in waves for cell in wave]
+    ray_address = ray_address or os.environ.get("RAY_ADDRESS") or None  # as Ray's own tools read it
     if workers > 1 or ray_address:
         from adaptstudy.launch.ray_sweep import default_threads, run_on_ray  # Ray is an optional extra
 

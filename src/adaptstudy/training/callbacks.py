@@ -25,6 +25,25 @@ class StopOnNonFiniteLoss(TrainerCallback):
             raise NonFiniteLossError(f"training loss is {loss} at step {state.global_step}")
 
 
+class WarnIfAllWarmup(TrainerCallback):
+    """Say in one line when a run's steps all fall within its warmup: the linear schedule starts at rate 0, so such a
+    run never reaches its learning rate, and a one-step run trains at rate 0 (learning rate 1000 "ran ok", untrained).
+    """
+
+    def __init__(self, name: str = "run"):
+        self.name = name
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        warmup = args.get_warmup_steps(state.max_steps)
+        if 0 < state.max_steps <= warmup:
+            only = " (its only step trains at rate 0)" if state.max_steps == 1 else ""
+            print(
+                f"WARNING {self.name}: its {state.max_steps} steps all fall within its {warmup} warmup steps"
+                f"{only}: it never trains at learning rate {args.learning_rate:g}; lower warmup_ratio or train longer",
+                flush=True,
+            )
+
+
 DIVERGENCE_FACTOR = 10.0  # a step's loss this many times the first step's ...
 DIVERGENCE_STEPS = 2  # ... this many steps in a row: the run diverged
 DIVERGENCE_RULE = f"training loss above {DIVERGENCE_FACTOR:g}x the first step's for {DIVERGENCE_STEPS} steps in a row"

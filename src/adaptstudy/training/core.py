@@ -28,7 +28,13 @@ from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.base import TrainingRun, validate
 from adaptstudy.runs.identity import base_record
 from adaptstudy.runs.records import peak_rss_mb, reset_peak_rss, resolve_results_dir, write_record
-from adaptstudy.training.callbacks import NonFiniteLossError, StopOnDivergence, StopOnNonFiniteLoss, TimedCheckpoints
+from adaptstudy.training.callbacks import (
+    NonFiniteLossError,
+    StopOnDivergence,
+    StopOnNonFiniteLoss,
+    TimedCheckpoints,
+    WarnIfAllWarmup,
+)
 from adaptstudy.training.checkpoints import resumable_checkpoint
 from adaptstudy.training.device import machine_description, machine_kind, resolve_precision, training_arguments
 from adaptstudy.training.epoch_order import EPOCH_ORDER, KEPT, OrderKeeper
@@ -159,6 +165,7 @@ class Session:
         (JSON), which a resumed run reads back from `marker`. The epoch resumed in draws its batches' order as the
         uninterrupted run did (`epoch_order`)."""
         trainer.add_callback(StopOnNonFiniteLoss())
+        trainer.add_callback(WarnIfAllWarmup(self.config.run_id))
         order = OrderKeeper(trainer, self.marker.get(EPOCH_ORDER, {}) if self.resume else None)
         use_fast_dropout(trainer.model)
         marker = self.marker if self.resume else {LOSS_SUM: 0.0, SECONDS: 0.0}
