@@ -29,6 +29,7 @@ from adaptstudy.reporting.baselines import reported_labels
 from adaptstudy.reporting.declarations import Declared, Design, load_declaration
 from adaptstudy.reporting.evidence import Arm, Judgement, Rule, Unit, all_of, format_reasons, judge
 from adaptstudy.runs.predictions import decode
+from adaptstudy.runs.resumption import unverified
 
 
 @dataclass(frozen=True)
@@ -230,9 +231,19 @@ class Verdict:
             parts.append("left out: " + "; ".join(self.left_out))
         if collapsed := self.collapsed():
             parts.append("counted, though they learned nothing: " + ", ".join(collapsed))
+        if out_of_order := self.out_of_order():
+            parts.append(
+                f"{len(out_of_order)} of its runs resumed past their first epoch without its batch order and not yet "
+                f"rerun: {', '.join(sorted(out_of_order))}"
+            )
         if len(mix := self.precisions()) > 1:
             parts.append("its runs mix precisions: " + ", ".join(f"{p} ({n} runs)" for p, n in mix.items()))
         return "; ".join(parts)
+
+    def out_of_order(self) -> set[str]:
+        """The runs the verdict rests on that resumed past their first epoch without its batch order and were not
+        rerun (`runs.resumption.unverified`): flagged wherever a verdict uses them."""
+        return {r for units in self._used_units() for u in units for a in u.arms() for r in a.out_of_order}
 
     def precisions(self) -> dict[str, int]:
         """How many of the runs the verdict rests on trained in each precision (`precision_used`)."""
@@ -317,4 +328,11 @@ def arm(
         runs["label"].iloc[0] if "label" in runs and runs["label"].nunique() == 1 else "",
         set_aside,
         tuple(r.get("precision_used") or "fp32" for r in records),  # records from before it was kept: fp32
+        out_of_order(records),
     )
+
+
+def out_of_order(records: Sequence[dict]) -> tuple[str, ...]:
+    """The run ids of `records` that resumed past their first epoch without its batch order and were not rerun: an
+    arm's `out_of_order`, however the arm is built."""
+    return tuple(r["run_id"] for r in records if unverified(r))

@@ -81,6 +81,7 @@ class Arm:
     name: str = ""  # what the arm is (a method's label), for the notes that name it
     set_aside: str = ""  # selection-stage evidence that this arm's chosen setting learned nothing, where there is
     precisions: tuple[str, ...] = ()  # each run's precision (its record's `precision_used`): a verdict names a mix
+    out_of_order: tuple[str, ...] = ()  # runs resumed without their epoch's batch order, not rerun (flagged)
 
     def __post_init__(self):
         self.scores = np.asarray(self.scores, dtype=float)

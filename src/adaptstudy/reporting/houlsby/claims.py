@@ -12,7 +12,7 @@ import pandas as pd
 import seaborn as sns
 
 from adaptstudy.reporting.baselines import flag_runs, selection_failures
-from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
+from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, out_of_order, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
 from adaptstudy.reporting.evidence import Arm, Unit, contrast, judge
 from adaptstudy.reporting.houlsby.choices import (
@@ -281,7 +281,8 @@ def _ablation_verdicts(runs: pd.DataFrame, aside: dict[tuple[str, str], str]) ->
         nothing = sum(r in flagged for r in ids)
         evidence = "; ".join(sorted({aside.get((task, labels[i]), "") for i in ids} - {""}))
         for claim, values in zip((one, everything, lower), zip(*stats)):
-            claim.append(contrast(task, Arm(list(values), nothing, run_ids=ids, set_aside=evidence), 0.0))
+            arm_ = Arm(list(values), nothing, run_ids=ids, set_aside=evidence, out_of_order=out_of_order(records))
+            claim.append(contrast(task, arm_, 0.0))
     return [verdict_of(ONE_LAYER, one), verdict_of(ALL_LAYERS, everything), verdict_of(LOWER_LAYERS, lower)]
 
 

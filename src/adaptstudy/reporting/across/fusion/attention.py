@@ -12,7 +12,7 @@ import pandas as pd
 import seaborn as sns
 
 from adaptstudy.reporting.across.fusion.claims import DECLARED
-from adaptstudy.reporting.claims import Verdict, verdict_of
+from adaptstudy.reporting.claims import Verdict, out_of_order, verdict_of
 from adaptstudy.reporting.evidence import Arm, Unit, contrast
 
 FUSED = "fusion-st-a"  # the column whose attention the figure shows (the N = 1 control's is trivially 1)
@@ -51,6 +51,17 @@ FUSION_OWN = DECLARED["attends-own"]
 FUSION_RELATED = DECLARED["attends-related"]
 
 
+def _fused(scores: list[float], at_chance: int, runs: pd.DataFrame, aside: str) -> Arm:
+    return Arm(
+        scores,
+        at_chance,
+        run_ids=tuple(runs["run_id"]),
+        name=FUSED,
+        set_aside=aside,
+        out_of_order=out_of_order(list(runs["record"])),
+    )
+
+
 def _unit(task: str, runs: pd.DataFrame, sources: tuple[str, ...], aside: str) -> Unit | None:
     """The target's weight on `sources` (their mean, in points, per run) against an even share; None where no run
     fused any of them."""
@@ -61,7 +72,7 @@ def _unit(task: str, runs: pd.DataFrame, sources: tuple[str, ...], aside: str) -
     scores = [100 * np.mean(s) for s in shares]
     even = 100 * np.mean([1 / len(w) for w in weights])
     at_chance = int(runs["learned_nothing"].sum())
-    return contrast(task, Arm(scores, at_chance, run_ids=tuple(runs["run_id"]), name=FUSED, set_aside=aside), even)
+    return contrast(task, _fused(scores, at_chance, runs, aside), even)
 
 
 def _own_against_others(task: str, runs: pd.DataFrame, aside: str) -> Unit | None:
@@ -72,7 +83,7 @@ def _own_against_others(task: str, runs: pd.DataFrame, aside: str) -> Unit | Non
         return None
     scores = [100 * (w[task] - max(v for s, v in w.items() if s != task)) for w in weights]
     at_chance = int(runs["learned_nothing"].sum())
-    return contrast(task, Arm(scores, at_chance, run_ids=tuple(runs["run_id"]), name=FUSED, set_aside=aside), 0.0)
+    return contrast(task, _fused(scores, at_chance, runs, aside), 0.0)
 
 
 def _own_weight(task: str, runs: pd.DataFrame, aside: str) -> Unit | None:
@@ -82,7 +93,7 @@ def _own_weight(task: str, runs: pd.DataFrame, aside: str) -> Unit | None:
         return None
     scores = [100 * w[task] for w in weights]
     at_chance = int(runs["learned_nothing"].sum())
-    return contrast(task, Arm(scores, at_chance, run_ids=tuple(runs["run_id"]), name=FUSED, set_aside=aside), 0.0)
+    return contrast(task, _fused(scores, at_chance, runs, aside), 0.0)
 
 
 OWN_MOST = "own − largest other"  # the comparisons of the restated claims (2026-12-03); '' keeps the earlier ones
