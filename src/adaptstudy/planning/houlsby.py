@@ -136,7 +136,7 @@ def budget(runs: pd.DataFrame, grid: dict) -> tuple[float, float, int]:
     from before issue 67 covers, how many): each cell at the mean seconds (training and evaluation) of stage 1's runs
     of its task, arm and epochs. Stage 2's cells count at that estimate even once their records land, so the
     planner's verdict on a grid does not change while it runs; the chapter's budget note gives what they paid."""
-    paid = paid_seconds(runs, "train_runtime_s") + paid_seconds(runs, "eval_runtime_s")
+    paid = paid_seconds(runs, "train_runtime_s", False) + paid_seconds(runs, "eval_runtime_s", False)
     mine = issue_67_runs(runs)
     stage_2 = mine & (runs["seed"] != SELECTION_SEED)
     done = set(runs.loc[~stage_2, "run_id"])

@@ -8,14 +8,15 @@ from datetime import datetime
 import pandas as pd
 
 from adaptstudy.reporting.claims import Verdict
+from adaptstudy.runs.records import made_at
 
 
 def fresh_runs(runs: pd.DataFrame, since: datetime, chooser: int | None) -> pd.DataFrame:
-    """The reported runs that finished at or after `since`, with every run of the seed that chose settings (never
-    reported: its runs choose, whenever they ran)."""
+    """The reported runs first made at or after `since` (`made_at`: a rerun of a seed is not fresh), with every run
+    of the seed that chose settings (never reported: its runs choose, whenever they ran)."""
     if runs.empty:
         return runs
-    fresh = pd.to_datetime(runs["finished_at"], utc=True, format="ISO8601") >= pd.Timestamp(since)
+    fresh = pd.to_datetime(made_at(runs), utc=True, format="ISO8601") >= pd.Timestamp(since)
     keep = fresh | (runs["seed"] == chooser) if chooser is not None else fresh
     return runs[keep].reset_index(drop=True)
 

@@ -15,7 +15,7 @@ import pandas as pd
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.runs.records import paid_seconds
+from adaptstudy.runs.records import made_at, paid_seconds
 
 CHAPTERS = [c for c in load_chapters() if c.study]  # every chapter that judges runs, in the book's order
 PAGES = {c.name: c.page for c in CHAPTERS}  # chapter (a claim key's first part) -> the book page that judges it
@@ -54,8 +54,9 @@ def chapter_verdicts(runs: dict[str, pd.DataFrame]) -> tuple[list[Verdict], pd.D
         verdicts += chapter.verdicts(mine)
         if not mine.empty:
             frames.append(
-                mine[["run_id", "finished_at"]].assign(
-                    **{field: paid_seconds(mine, field) for field in ("train_runtime_s", "eval_runtime_s")}
+                mine[["run_id"]].assign(
+                    finished_at=made_at(mine),  # when each run was first made: a rerun of a seed is not fresh
+                    **{field: paid_seconds(mine, field) for field in ("train_runtime_s", "eval_runtime_s")},
                 )
             )
     return verdicts, pd.concat(frames)

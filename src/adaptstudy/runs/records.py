@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from adaptstudy.common.files import write_json_atomic
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.runs.base import ConfigError
+from adaptstudy.runs.resumption import RERUN
 
 
 class Record(BaseModel):
@@ -240,15 +241,37 @@ def records_frame(results_dir: str | os.PathLike, status: str | None = "ok") -> 
     return flatten(read_records(results_dir, status))
 
 
-def paid_seconds(runs: pd.DataFrame, field: str) -> pd.Series:
+def paid_seconds(runs: pd.DataFrame, field: str, reruns: bool = True) -> pd.Series:
     """Per run, every second of `field` (`train_runtime_s` or `eval_runtime_s`) it cost: its record's, plus those of
-    its other trainings (a prerequisite whose artifact a machine's cache lacked, trained again: the record's
-    `retrained` list; rows without records, such as `run_costs`', count their own). Cost tables sum these;
-    a speed reads the record's own seconds."""
+    its other trainings (a prerequisite whose artifact a machine's cache lacked, trained again; a run resumed out of
+    order, rerun: the record's `retrained` list; rows without records, such as `run_costs`', count their own). Cost
+    tables sum these; a speed reads the record's own seconds. `reruns=False`: what the run cost when it was first made,
+    for a budget that paid for it then (a record that replaced a resumed run counts that run's seconds, and neither
+    counts the rerun)."""
     own = runs[field].fillna(0.0) if field in runs else pd.Series(0.0, runs.index)
     if "record" not in runs:
         return own
-    return own + runs["record"].map(lambda record: sum(r.get(field) or 0.0 for r in record.get("retrained", [])))
+    if reruns:
+        return own + runs["record"].map(lambda record: sum(r.get(field) or 0.0 for r in record.get("retrained", [])))
+    return runs["record"].map(lambda record: _first_paid(record, field))
+
+
+def _first_paid(record: dict[str, Any], field: str) -> float:
+    entries = record.get("retrained", [])
+    first = next((r for r in entries if r.get("why") == RERUN and "metrics" in r), record)  # the replaced run
+    others = [r for r in entries if r.get("why") != RERUN]
+    return (first.get(field) or 0.0) + sum(r.get(field) or 0.0 for r in others)
+
+
+def made_at(runs: pd.DataFrame) -> pd.Series:
+    """Per run, when it was first made: its record's `finished_at`, or, for a record that replaced a run resumed out
+    of order (`runs.resumption`), that run's. An uninterrupted rerun of a seed is no fresh seed: what is exploratory
+    or confirmatory, and which budget paid, read this."""
+    if "record" not in runs:
+        return runs["finished_at"]
+    return runs["record"].map(
+        lambda r: min([r["finished_at"], *(e["finished_at"] for e in r.get("retrained", []) if e.get("why") == RERUN)])
+    )
 
 
 def flatten(records: list[dict[str, Any]]) -> pd.DataFrame:

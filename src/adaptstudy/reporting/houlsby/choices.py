@@ -16,6 +16,7 @@ import pandas as pd
 
 from adaptstudy.reporting.common import SELECTION_SEED, config_column
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates
+from adaptstudy.runs.records import made_at
 
 SIZES = (8, 64, 256)
 SELECTED_LABELS = ["full", *(f"houlsby-{s}" for s in SIZES)]
@@ -81,7 +82,7 @@ def step_beyond(row) -> float | None:
 
 def issue_67_runs(runs: pd.DataFrame) -> pd.Series:
     """Per run, whether issue 67 paid for it (finished from `BUDGET_FROM` on)."""
-    return runs["finished_at"].astype(str) >= BUDGET_FROM if "finished_at" in runs else runs["seed"] < 0
+    return made_at(runs).astype(str) >= BUDGET_FROM if "finished_at" in runs else runs["seed"] < 0
 
 
 def selection_grid(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:

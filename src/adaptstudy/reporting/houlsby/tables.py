@@ -323,8 +323,9 @@ def learned_nothing_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 def budget_note(runs: pd.DataFrame) -> str:
     """Issue 67's spending (its 20-epoch and extension runs of stage 1, and the stage 2 they chose) against its
-    budget, whether it stayed within it, and the rule and cuts that were to keep it there."""
-    paid = (paid_seconds(runs, "train_runtime_s") + paid_seconds(runs, "eval_runtime_s")) / 3600
+    budget, whether it stayed within it, and the rule and cuts that were to keep it there (what each run cost when it
+    was made: an uninterrupted rerun of a resumed run is paid from the reruns' budget)."""
+    paid = (paid_seconds(runs, "train_runtime_s", False) + paid_seconds(runs, "eval_runtime_s", False)) / 3600
     mine = issue_67_runs(runs)
     selection = mine & (runs["seed"] == SELECTION_SEED)
     total = paid[mine].sum()
