@@ -11,7 +11,18 @@ import pandas as pd
 
 from adaptstudy.runs.resumption import rerun, resumed_out_of_order
 
-COLUMNS = ["run", "task", "method", "seed", "resumed at step", "rerun", "main metric: resumed", "uninterrupted"]
+COLUMNS = [
+    "run",
+    "task",
+    "method",
+    "setting",
+    "seed",
+    "resumed at step",
+    "rerun",
+    "main metric: resumed",
+    "uninterrupted",
+]
+COLUMNS += ["selection: resumed", "selection: uninterrupted"]  # the split that chooses settings, where a run has one
 COLUMNS += ["resumed run's machine", "rerun's machine"]
 
 
@@ -33,16 +44,27 @@ def _rows(records: list[dict]) -> list[dict]:
                 "run": record["run_id"],
                 "task": record["task"],
                 "method": record["method"],
+                "setting": _setting(record["config"]),
                 "seed": record["seed"],
                 "resumed at step": step,
                 "rerun": outcome,
                 "main metric: resumed": entry["main_metric_value"] if replaced else record["main_metric_value"],
                 "uninterrupted": record["main_metric_value"] if entry else float("nan"),
+                "selection: resumed": (entry if replaced else record).get("selection_metric_value", float("nan")),
+                "selection: uninterrupted": record.get("selection_metric_value", float("nan"))
+                if entry
+                else float("nan"),
                 "resumed run's machine": _machine(entry if replaced else record),
                 "rerun's machine": _machine(record if replaced else entry) if entry else "–",
             }
         )
     return rows
+
+
+def _setting(config: dict) -> str:
+    """'size 64, rate 0.001, 20 epochs': what tells the run from the others of its method."""
+    size = f"size {config['adapter_size']}, " if config.get("adapter_size") else ""
+    return f"{size}rate {config['learning_rate']:g}, {config['num_train_epochs']:g} epochs"
 
 
 def _machine(trained: dict) -> str:
