@@ -122,3 +122,21 @@ def resumed_note(*runs: pd.DataFrame) -> str:
 
 def _were(n: int) -> str:
     return "was" if n == 1 else "were"
+
+
+def as_resumed(runs: pd.DataFrame) -> pd.DataFrame:
+    """`runs` as they stood before the reruns: where an uninterrupted rerun replaced a resumed run's record, that
+    run's scores (main metric, selection scores, metrics) in its row, so a chapter can show what its choices were on
+    them and which the reruns moved."""
+    out = runs.copy()
+    for index, record in runs["record"].items() if "record" in runs else []:
+        entry = rerun(record)
+        if entry is None or "resumed_from_step" not in entry:  # kept, or never rerun: its row is as it stood
+            continue
+        for field in ("main_metric_value", "selection_metric_value"):
+            if field in entry and field in out:
+                out.at[index, field] = entry[field]
+        for name, value in entry.get("metrics", {}).items():
+            if f"metric.{name}" in out:
+                out.at[index, f"metric.{name}"] = value
+    return out

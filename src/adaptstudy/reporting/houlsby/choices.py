@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from adaptstudy.reporting.common import SELECTION_SEED, config_column
+from adaptstudy.reporting.resumed import as_resumed
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates
 from adaptstudy.runs.records import made_at
 
@@ -169,3 +170,23 @@ def reported_at_chosen_rates(runs: pd.DataFrame, labels: list[str] | None = SELE
     """The runs the tables report: at the chosen rates, of every seed but the one that chose."""
     chosen = at_chosen_rates(runs, labels)
     return chosen[chosen["seed"] != SELECTION_SEED]
+
+
+def choices_the_reruns_moved(runs: pd.DataFrame) -> pd.DataFrame:
+    """The (task, label) arms whose choice differs between the stage-1 records as they stood (runs resumed out of
+    order in their place) and as uninterrupted reruns corrected them: the choice each way, with the grid it chose
+    from."""
+    now, before = (chosen_learning_rates(r, None).set_index(KEYS) for r in (runs, as_resumed(runs)))
+
+    def setting(chosen: pd.DataFrame) -> pd.Series:
+        return chosen["learning_rate"].map("{:g}".format) + " × " + chosen["epochs"].map("{:g}".format) + " ep"
+
+    moved = (setting(before) != setting(now)).reindex(now.index, fill_value=False)
+    return pd.DataFrame(
+        {
+            "on the resumed runs": setting(before)[moved],
+            "grid then": before["grid"][moved],
+            "on the uninterrupted reruns": setting(now)[moved],
+            "grid now": now["grid"][moved],
+        }
+    ).reset_index()
