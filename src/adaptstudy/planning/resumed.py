@@ -21,6 +21,7 @@ from typing import Any
 
 from adaptstudy.common.files import remove_folder
 from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.launch.allocator import reexec_with_allocator
 from adaptstudy.launch.cells import attempt
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.records import load_record, read_ok_record
@@ -94,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
               f"~{whole_run_seconds(record) / 3600:.2f} h: {mark}", flush=True)  # fmt: skip
     if not args.run:
         return 0
+    if argv is None:  # as the sweep does: under tcmalloc where the system has it, so costs compare with its runs'
+        reexec_with_allocator("adaptstudy.planning.resumed", sys.argv[1:])
     statuses = [rerun(path, record, args.threads) for path, record in chosen]
     for folder in {path.parent / SCRATCH for path, _ in chosen}:
         if not any(folder.glob("*.json")) and not any((folder / ".checkpoints").glob("*")):
