@@ -85,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-h", type=float, default=6.0, help="CPU-hours for the reruns, by their estimates")
     parser.add_argument("--threads", type=int, help="torch threads")
     parser.add_argument("--study", action="append", help="only this study's records (repeatable)")
+    parser.add_argument("--only", action="append", help="only this run id (repeatable): the most used first")
     args = parser.parse_args(argv)
-    found = to_rerun(Path(args.results), args.study)
+    found = [(p, r) for p, r in to_rerun(Path(args.results), args.study) if not args.only or r["run_id"] in args.only]
     chosen = within(found, args.budget_h)
     for path, record in found:
         mark = "to rerun" if any(p == path for p, _ in chosen) else "beyond the budget"
