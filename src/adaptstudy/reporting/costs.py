@@ -25,7 +25,22 @@ def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
             else ""
         )
         + (f" Machines: {machines(runs)}." if {"record", "cpu"} & set(runs) else "")
+        + allocators(runs)
     )
+
+
+def allocators(runs: pd.DataFrame) -> str:
+    """Where runs measured their peak memory under different allocators (tcmalloc, or the C library's where a
+    machine lacked it, which holds more memory for the same run), how many under each; '' where they agree."""
+    if "record" not in runs:
+        return ""
+    kinds = runs["record"].map(lambda r: (r.get("machine") or {}).get("allocator") or "not recorded")
+    counts = kinds.value_counts()
+    if len(counts) < 2:
+        return ""
+    named = {"system": "under the C library's allocator", "not recorded": "with the allocator not recorded"}
+    said = ", ".join(f"{n} {named.get(kind, f'under {kind}')}" for kind, n in counts.items())
+    return f" Peak memory was measured in {said}: the C library's allocator holds more memory for the same run."
 
 
 def partly_timed(runs: pd.DataFrame) -> pd.Series:
