@@ -111,9 +111,10 @@ def resumed_note(*runs: pd.DataFrame) -> str:
         parts.append(
             f"{same + replaced} of them {_were(same + replaced)} rerun uninterrupted: {same} gave the same metrics "
             f"and keep their records; {replaced} gave other metrics, and their records now hold the uninterrupted "
-            "runs. The table gives both scores and both machines (bf16 kernels differ between machine kinds, so "
-            "where the kinds differ the difference is not the order's alone); both trainings' seconds are "
-            "counted in the costs."
+            "runs. The table gives both scores and both machines. A difference is not the order's alone: bf16 "
+            "kernels differ between machine kinds, and two uninterrupted trainings of one run in different "
+            "processes of one machine kind have given different scores too; what a rerun secures is a score from an "
+            "uninterrupted run. Both trainings' seconds are counted in the costs."
         )
     if not_rerun:
         parts.append(f"{not_rerun} {_were(not_rerun)} not rerun: every verdict that rests on one of them names it.")
