@@ -476,7 +476,7 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
     that would break the budget."""
     stage1 = tmp_path / "stage1"
 
-    def run(lr, score, size=None, epochs=3, seed=0, task="cola", seconds=60.0, finished="2026-12-05", **settings):
+    def run(lr, score, size=None, epochs=3, seed=0, task="cola", seconds=60.0, finished="2026-12-04", **settings):
         fields = {"train_runtime_s": seconds, "finished_at": f"{finished}T00:00:00+00:00"}
         method = "houlsby" if size else "full"
         selection_record(
@@ -496,7 +496,7 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
             run(lr, score, task=task, finished="2026-11-20")
         for (size, epochs), by_rate in scores.items():
             for lr, score in by_rate.items():
-                old = "2026-11-20" if epochs == 3 else "2026-12-05"
+                old = "2026-11-20" if epochs == 3 else "2026-12-04"
                 run(lr, score, size, epochs, task=task, seconds=20.0 * epochs, finished=old)
     runs = ht.label_runs(load_runs(stage1))
     assert ht.best_sizes(runs) == {"cola": "houlsby-8", "mrpc": "houlsby-8"}

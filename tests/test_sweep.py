@@ -105,6 +105,7 @@ def test_a_failing_cell_is_recorded_and_the_others_run_and_a_rerun_retries_it(tm
         "name": "broken",
         "format": "tsv",
         "files": {"train": str(bad / "train.tsv"), "dev": str(bad / "dev.tsv")},
+        "files_outside_data_dir": True,  # absolute paths: allowed when said
         "text_fields": ["sentence"],
         "label_field": "label",
         "labels": ["0", "1"],
