@@ -42,3 +42,32 @@ def test_the_scan_catches_the_sentences_the_audit_found():
     assert offending("inconclusive, level with both")
     assert offending("lowers the loss without changing what the classifier reaches (+0.0 [−1.4, +1.5])")
     assert not offending("holds, +16.0 [+11.8, +20.3]; the same rule as before")
+
+
+def test_a_figure_with_an_interval_is_found_only_among_the_verdicts_it_could_come_from():
+    from adaptstudy.reporting.prose_figures import stated
+
+    written = dict(stated("worse by 16.7 [9.3, 24.1] points; −1.9 MB [−135.4, +131.6]; +4.1 [+1.0,\n  +7.2]"))
+    assert list(written.values()) == [(16.7, 9.3, 24.1), (1.9, 131.6, 135.4), (4.1, 1.0, 7.2)]
+
+
+@pytest.fixture(scope="module")
+def every_verdict(committed_verdicts):
+    """Every chapter's verdicts on the committed records, on all reported seeds and on the fresh seeds alone."""
+    from adaptstudy.common.paths import PROJECT_ROOT
+    from adaptstudy.reporting.scorecard import chapter_runs, confirmatory
+
+    verdicts, _ = committed_verdicts
+    return verdicts + list(confirmatory(chapter_runs(PROJECT_ROOT / "results"), verdicts).values())
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_undated_figure_with_an_interval_is_one_a_verdict_gives(path, every_verdict):
+    """A rerun that moves a verdict fails here until the chapter's prose follows (a paragraph opening with a date
+    in bold gives the figures of its date)."""
+    from adaptstudy.reporting.chapters import load_chapters
+    from adaptstudy.reporting.prose_figures import stray_figures
+
+    prefixes = {c.name for c in load_chapters() if c.page == path.stem}
+    stray = stray_figures(path, [v for v in every_verdict if v.claim.chapter in prefixes])
+    assert not stray, f"{path.name}: figures no verdict gives: {stray}"

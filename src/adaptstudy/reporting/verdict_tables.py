@@ -92,6 +92,21 @@ def amendments(verdicts: list[Verdict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["date", "reason", "was", "records then", "claims"])
 
 
+def verdict_list(verdicts: Sequence[Verdict], keys: Sequence[str]) -> str:
+    """The named claims as a Markdown list, each with its effect, interval and verdict (and why, where not
+    testable), in `keys`' order: a chapter's prose states its verdicts from the verdicts themselves."""
+    by_key = {v.claim.key: v for v in verdicts}
+    unknown = [k for k in keys if k not in by_key]
+    if unknown:
+        raise KeyError(f"no verdict for {', '.join(unknown)}; judged here: {', '.join(by_key)}")
+    lines = []
+    for key in keys:
+        v = by_key[key]
+        why = f" ({v.reasons()})" if v.verdict == "not testable" else ""
+        lines.append(f"- {v.claim.sentence}: {v.effects()}, *{v.verdict}*{why}.")
+    return "\n".join(lines)
+
+
 def _short(value) -> str:
     text = str(value)
     return text if len(text) <= 60 else text[:57] + "…"
