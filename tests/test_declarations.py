@@ -179,3 +179,59 @@ def test_a_claim_requires_only_a_declared_claim_and_is_not_testable_until_it_hol
         if gate != "holds":
             assert judged[key].verdict == "not testable"
             assert f"judged only where {needed} holds ({gate} here)" in judged[key].reasons()
+
+
+def _git_available() -> bool:
+    import subprocess
+
+    done = subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=PROJECT_ROOT, capture_output=True)
+    return done.returncode == 0
+
+
+@pytest.mark.skipif(not _git_available(), reason="the ledger dates are checked against git history")
+@pytest.mark.parametrize("path", DECLARATIONS, ids=lambda p: p.parent.name)
+def test_every_ledger_entry_is_dated_between_the_commits_around_the_one_that_added_it(path):
+    from adaptstudy.reporting.ledger_history import misdated_entries
+
+    assert misdated_entries(path) == []
+
+
+def test_a_backdated_amendment_is_caught_naming_its_claim_and_commit(tmp_path):
+    """An amendment written by hand and dated before the file's previous commit fails; the amend command's own
+    date passes."""
+    import subprocess
+    from datetime import datetime, timezone
+
+    from adaptstudy.reporting.ledger_history import misdated_entries
+
+    def git(*args, when="2026-11-04T10:00:00+00:00"):
+        env = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when, "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+
+    source = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml"
+    path = tmp_path / "claims.yaml"
+    path.write_text(source.read_text())
+    git("init", "-q")
+    git("add", "claims.yaml")
+    git("commit", "-qm", "declared")
+    path.write_text(source.read_text().replace("threshold: -1.0", "threshold: -2.0", 1))
+    amend(
+        path, load_declaration(source), "a test: a wider margin", 7, when=datetime(2026, 11, 3, 8, tzinfo=timezone.utc)
+    )
+    git("commit", "-qam", "amended", when="2026-11-05T10:00:00+00:00")
+    (wrong,) = misdated_entries(path)
+    assert wrong.startswith("parity: amended 2026-11-03 08:00") and "after 2026-11-04 10:00" in wrong
+
+    path.write_text(source.read_text().replace("threshold: -1.0", "threshold: -2.0", 1))
+    amend(
+        path, load_declaration(source), "a test: a wider margin", 7, when=datetime(2026, 11, 5, 12, tzinfo=timezone.utc)
+    )
+    assert misdated_entries(path) == []  # written now, not yet committed
+    git("commit", "-qam", "amended, dated as written", when="2026-11-05T13:00:00+00:00")
+    assert misdated_entries(path) == []

@@ -109,3 +109,106 @@ def test_a_verdict_whose_runs_mix_precisions_says_so_and_each_arm_states_its_own
     table = arm_precisions(runs, ["method"]).set_index("method")
     assert table.loc["lora"].to_dict() == {"bf16 on an unrecorded CPU": 2, "fp32 on an unrecorded CPU": 1}
     assert table.loc["bitfit"].sum() == 3  # the choosing seed 0 is not among them
+
+
+def _mrpc_declaration(tmp_path, houlsby: dict, units=("mrpc",)) -> object:
+    declaration = {
+        "paper": "Houlsby et al. 2019, read by a user",
+        "arms": {"houlsby-64": houlsby, "full": {"method": "full", "learning_rate": 1.0e-4}},
+        "selection_seed": 0,
+        "claims": {
+            "mrpc-parity": {
+                "sentence": "Size-64 adapters come within a point of full fine-tuning on MRPC",
+                "where": "§3.2",
+                "published": "–",
+                "effect": "houlsby-64 − full (F1, points)",
+                "arms": ["houlsby-64", "full"],
+                "units": list(units),
+                "rule": {"kind": "above", "threshold": -1.0},
+            }
+        },
+    }
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(declaration, allow_unicode=True))
+    return user_claims.load_user_declaration(path)
+
+
+@pytest.fixture(scope="module")
+def houlsby_runs():
+    from adaptstudy.common.paths import PROJECT_ROOT
+
+    return user_claims.load_runs(PROJECT_ROOT / "results" / "houlsby")
+
+
+PLAIN_64 = {"method": "houlsby", "adapter_size": 64, "learning_rate": 1.0e-3, "num_train_epochs": 3}
+
+
+def test_an_arm_rests_on_the_runs_of_its_whole_configuration_only(tmp_path, houlsby_runs):
+    """The committed MRPC runs of size 64 at 1e-3 for 3 epochs are 5 plain ones and 30 with an initialisation scale
+    or a variant: the arm means the plain 5 (the others' settings are unstated, so plain)."""
+    (verdict,) = user_claims.user_verdicts(_mrpc_declaration(tmp_path, PLAIN_64), houlsby_runs)
+    used = houlsby_runs[houlsby_runs["run_id"].isin(verdict.run_ids) & (houlsby_runs["method"] == "houlsby")]
+    assert len(used) == 5 and sorted(used["seed"]) == [1, 2, 3, 4, 5]
+    assert (
+        used["record"]
+        .map(lambda r: (r["config"]["adapter_init_std"], r["config"]["adapter_variant"]))
+        .eq((None, None))
+        .all()
+    )
+    variant = {**PLAIN_64, "adapter_variant": "tanh"}
+    (tanh,) = user_claims.user_verdicts(_mrpc_declaration(tmp_path, variant), houlsby_runs)
+    assert len(tanh.run_ids - verdict.run_ids) == 3  # a stated variant selects its own runs
+
+
+def test_an_arm_that_would_pool_several_configurations_stops_with_the_list(tmp_path, houlsby_runs):
+    declaration = _mrpc_declaration(tmp_path, {"method": "houlsby", "adapter_size": 64})
+    with pytest.raises(ValueError, match="arm 'houlsby-64' on mrpc would pool") as error:
+        user_claims.user_verdicts(declaration, houlsby_runs)
+    assert "learning_rate=0.001" in str(error.value) and "num_train_epochs=20.0" in str(error.value)
+
+
+def test_settings_may_differ_per_task(tmp_path, houlsby_runs):
+    arm = {
+        "method": "houlsby",
+        "adapter_size": 64,
+        "num_train_epochs": 3,
+        "per_task": {"mrpc": {"learning_rate": 1.0e-3}, "cola": {"learning_rate": "1e-3"}},
+    }
+    (verdict,) = user_claims.user_verdicts(_mrpc_declaration(tmp_path, arm, units=("mrpc", "cola")), houlsby_runs)
+    assert verdict.used_units() == ["mrpc", "cola"]
+
+
+@pytest.mark.parametrize(
+    "arm, units, message",
+    [
+        (
+            {**PLAIN_64, "adaptor_size": 64},
+            ("mrpc",),
+            "arm 'houlsby-64': unknown setting 'adaptor_size' (did you mean 'adapter_size'?)",
+        ),
+        ({**PLAIN_64, "learning_rate": "fast"}, ("mrpc",), "arm 'houlsby-64': learning_rate: 'fast' is not a number"),
+        (PLAIN_64, ("MRPC",), "unit 'MRPC': no record has this task (did you mean 'mrpc'?)"),
+        ({**PLAIN_64, "learning_rate": 5.0e-2}, ("mrpc",), "arm 'houlsby-64' selects no run of mrpc"),
+    ],
+)
+def test_a_slip_in_a_declaration_is_one_error_naming_it(tmp_path, houlsby_runs, arm, units, message):
+    with pytest.raises(ValueError) as error:
+        user_claims.user_verdicts(_mrpc_declaration(tmp_path, arm, units), houlsby_runs)
+    assert message in str(error.value)
+
+
+def test_a_rate_written_1e_3_is_read_as_the_number_it_means(tmp_path, houlsby_runs):
+    """PyYAML reads `1e-3` (no dot) as text; the arm means the runs at 0.001 all the same."""
+    path = tmp_path / "claims.yaml"
+    _mrpc_declaration(tmp_path, PLAIN_64)
+    path.write_text(path.read_text().replace("learning_rate: 0.001", "learning_rate: 1e-3"))
+    declaration = user_claims.load_user_declaration(path)
+    assert declaration.arms["houlsby-64"]["learning_rate"] == "1e-3"
+    (verdict,) = user_claims.user_verdicts(declaration, houlsby_runs)
+    assert len(verdict.run_ids) == 10
+
+
+def test_the_user_table_says_whether_each_verdict_is_exploratory_or_confirmatory(user_records):
+    path, results = user_records
+    table = user_claims.user_table(user_claims.load_user_declaration(path), user_claims.load_runs(results))
+    assert table.loc[0, "status"].startswith("exploratory: 6 of 6 runs predate its design")

@@ -262,6 +262,19 @@ class Verdict:
             return self.judgements[0].interval()
         return "; ".join(f"{n}: {j.interval()}" for n, j in zip(self.names, self.judgements)) or "–"
 
+    def interval_basis(self) -> str:
+        """How each comparison's interval was made (over seeds; widened over how many examples, or why not)."""
+        methods = list(dict.fromkeys(j.method for j in self.judgements))
+        if len(methods) <= 1:
+            return methods[0] if methods else "–"
+        return "; ".join(f"{n}: {j.method}" for n, j in zip(self.names, self.judgements))
+
+    def rules_out(self) -> str:
+        """What each comparison's interval excludes, named where there are several."""
+        if len(self.judgements) == 1:
+            return self.judgements[0].rules_out()
+        return "; ".join(f"{n}: {j.rules_out()}" for n, j in zip(self.names, self.judgements)) or "–"
+
     def detectable(self) -> float:
         """The smallest effect the design detects with 80% power (the largest over its comparisons)."""
         values = [j.detectable() for j in self.judgements]

@@ -82,6 +82,7 @@ class Arm:
     set_aside: str = ""  # selection-stage evidence that this arm's chosen setting learned nothing, where there is
     precisions: tuple[str, ...] = ()  # each run's precision (its record's `precision_used`): a verdict names a mix
     out_of_order: tuple[str, ...] = ()  # runs resumed without their epoch's batch order, not rerun (flagged)
+    rescored: bool = False  # `scores` are on the examples every run scored, some runs having scored more
 
     def __post_init__(self):
         self.scores = np.asarray(self.scores, dtype=float)
@@ -136,15 +137,22 @@ class Unit:
             return None
         return labels[0]
 
+    def unpaired(self) -> str:
+        """Why the bootstrap over examples cannot recompute this unit's effect ('' when it can)."""
+        if self.measured:
+            return "a measured quantity, not a metric of the predictions"
+        if self.metric is None:
+            return "its arms report different metrics"
+        if any(arm.predictions is None for arm in self.arms()):
+            return "a run stored no predictions, or its arm's runs scored sets that do not nest"
+        if self.shared_labels() is None:
+            return "its arms scored different examples"
+        return ""
+
     def has_predictions(self) -> bool:
         """Whether the bootstrap over examples can recompute this unit's effect: a metric, shared labels, and every
         arm's predictions."""
-        return (
-            not self.measured
-            and self.metric is not None
-            and self.shared_labels() is not None
-            and all(arm.predictions is not None for arm in self.arms())
-        )
+        return not self.unpaired()
 
 
 def contrast(name: str, a: Arm, b: Arm | float, *, labels: np.ndarray | None = None, metric: str | None = None) -> Unit:
@@ -183,6 +191,12 @@ class Judgement:
     @property
     def why(self) -> str:
         return format_reasons(self.reasons)
+
+    def rules_out(self) -> str:
+        """What the interval excludes: 'below −1.3 and above +2.3' (a true effect there would fall outside it)."""
+        if np.isnan(self.low) or np.isnan(self.high):
+            return "–"
+        return f"below {self.low:+.1f} and above {self.high:+.1f}"
 
     def interval(self) -> str:
         if np.isnan(self.effect):
@@ -270,11 +284,23 @@ def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, 
     example_var = 0.0
     if all(u.has_predictions() for u in units):
         example_var = float(np.var(_example_bootstrap(units, resamples, seed), ddof=1))
-        method += f", widened by a paired bootstrap over evaluation examples ({resamples} resamples)"
+        method += f", widened by a paired bootstrap over {_examples(units)} ({resamples} resamples)"
+        if any(arm.rescored for u in units for arm in u.arms()):
+            method += "; runs that scored the whole split rescored on the capped examples every run scored"
+    else:
+        why = "; ".join(dict.fromkeys(f"{u.name}: {u.unpaired()}" for u in units if u.unpaired()))
+        method += f"; not widened by the examples' sampling error ({why})"
     se = float(np.sqrt(seed_var + example_var))
     half = stats.t.ppf(0.5 + LEVEL / 2, df) * se
     effect = float(np.dot(c, [u.effect() for u in units]))
     return effect - half, effect + half, method, se, float(df)
+
+
+def _examples(units: Sequence[Unit]) -> str:
+    """How many evaluation examples the bootstrap resampled: '500 evaluation examples', or a range per unit."""
+    sizes = sorted({len(u.shared_labels()) for u in units})
+    count = f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}–{sizes[-1]:,} (by unit)"
+    return f"{count} evaluation examples"
 
 
 def _example_bootstrap(units: Sequence[Unit], resamples: int, seed: int) -> np.ndarray:

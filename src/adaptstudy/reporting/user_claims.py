@@ -3,11 +3,11 @@
     python -m adaptstudy.reporting.user_claims my_claims.yaml --results-dir results/mine
 
 The file is a chapter's declaration (`declarations.Chapter`: the source, then each claim's design) plus `arms`, which
-say which records each arm label of a claim means (config settings a record must have: `{method: lora}`), and
-`selection_seed`, the seed that chose settings and so never reports (none by default). A claim compares its first arm
-with each other (`a − b`, one comparison per other arm) over its units, which are task names; its ledger may be left
-out (it is then declared now, and every verdict reads exploratory). The verdict table is the chapters' own
-(`verdict_tables.verdict_table`): the effect with its 95% interval, the rule, what it rests on, the verdict.
+say which runs each arm label of a claim means (`user_arms`: the settings of one configuration, per task where they
+differ), and `selection_seed`, the seed that chose settings and so never reports (none by default). A claim compares
+its first arm with each other (`a − b`, one comparison per other arm) over its units, which are task names, on each
+record's `main_metric`; its ledger may be left out (it is then declared now, and every verdict reads exploratory).
+The verdict table is the chapters' own (`verdict_tables.verdict_table`) with their status column.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from adaptstudy.reporting.claims import Claim, Verdict, arm, verdict_of
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.declarations import Declared, Design, Entry
 from adaptstudy.reporting.evidence import contrast
+from adaptstudy.reporting.scorecard import status
+from adaptstudy.reporting.user_arms import arm_runs, checked_arms
 from adaptstudy.reporting.verdict_tables import verdict_table
 
 
@@ -61,27 +63,27 @@ def load_user_declaration(path: str | os.PathLike) -> UserDeclaration:
     return declaration
 
 
-def selected(runs: pd.DataFrame, settings: dict[str, Any]) -> pd.Series:
-    """The runs whose record has every one of `settings` (a config field, or a top-level field such as `method`)."""
-    keep = pd.Series(True, index=runs.index)
-    for name, value in settings.items():
-        column = f"config.{name}" if f"config.{name}" in runs else name
-        if column not in runs:
-            return pd.Series(False, index=runs.index)
-        keep &= runs[column] == value
-    return keep
-
-
-def _cells(runs: pd.DataFrame, settings: dict[str, Any], task: str):
-    return arm(runs[selected(runs, settings) & (runs["task"] == task)])
-
-
 def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verdict]:
     """Every claim of `declaration` judged on `runs` (of `load_runs`), each first arm against each other arm, per
-    task named in its units."""
-    runs = flag_runs(runs) if not runs.empty else runs.assign(learned_nothing=False, task="", seed=0)
+    task named in its units; one error naming every arm, setting and unit that cannot be read (`user_arms`)."""
+    if runs.empty:
+        raise ValueError("no ok record in the results folder: nothing to judge")
+    runs = flag_runs(runs)
     if declaration.selection_seed is not None:
         runs = runs[runs["seed"] != declaration.selection_seed]
+    units = {u for c in declaration.claims.values() for u in c.all_units}
+    arms = checked_arms(declaration.arms, units, runs)
+    cells, problems = {}, []
+    for c in declaration.claims.values():
+        for label in c.arms:
+            for task in c.all_units:
+                if (label, task) not in cells:
+                    try:
+                        cells[label, task] = arm(arm_runs(runs, label, arms[label], task))
+                    except ValueError as error:
+                        problems.append(str(error))
+    if problems:
+        raise ValueError("; ".join(dict.fromkeys(problems)))
     verdicts = []
     for name, c in declaration.claims.items():
         ledger = c.ledger or [Entry(event="declared", date=datetime.now(timezone.utc), fingerprint=c.fingerprint())]
@@ -89,15 +91,21 @@ def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verd
         first, others = c.arms[0], c.arms[1:]
         comparisons = {
             (f"vs {other}" if len(others) > 1 else ""): [
-                contrast(task, _cells(runs, declaration.arms[first], task), _cells(runs, declaration.arms[other], task))
-                for task in c.all_units
+                contrast(task, cells[first, task], cells[other, task]) for task in c.all_units
             ]
             for other in others
         }
-        names = list(comparisons)
-        claim = Claim(name, declaration.paper, declared.model_copy(update={"comparisons": names}))
+        claim = Claim(name, declaration.paper, declared.model_copy(update={"comparisons": list(comparisons)}))
         verdicts.append(verdict_of(claim, comparisons))
     return verdicts
+
+
+def user_table(declaration: UserDeclaration, runs: pd.DataFrame) -> pd.DataFrame:
+    """The chapters' verdict table for the declaration's claims, with each verdict's status (exploratory, or
+    confirmatory when every run it rests on finished after its design)."""
+    verdicts = user_verdicts(declaration, runs)
+    finished = runs.set_index("run_id")["finished_at"]
+    return verdict_table(verdicts).assign(status=[status(v, finished) for v in verdicts])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         declaration = load_user_declaration(args.declaration)
         if not Path(args.results_dir).is_dir():
             raise ValueError(f"--results-dir {args.results_dir}: no such folder")
-        table = verdict_table(user_verdicts(declaration, load_runs(args.results_dir)))
+        table = user_table(declaration, load_runs(args.results_dir))
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

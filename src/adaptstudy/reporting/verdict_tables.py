@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from adaptstudy.reporting.claims import Verdict
@@ -14,6 +15,9 @@ VERDICT_COLUMNS = [
     "claim",
     "verdict",
     "ours: effect [95% CI]",
+    "rules out",
+    "detectable (80% power)",
+    "interval",
     "rule",
     "rests on",
     "why",
@@ -35,6 +39,9 @@ def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
                 "where": v.claim.where,
                 "paper reports": v.claim.published,
                 "ours: effect [95% CI]": v.effects(),
+                "rules out": v.rules_out(),
+                "detectable (80% power)": _detectable(v),
+                "interval": v.interval_basis(),
                 "seeds": min((j.seeds for j in v.judgements), default=0),
                 "rule": f"{v.claim.effect}: {v.claim.rule}",
                 "verdict": v.verdict,
@@ -43,6 +50,12 @@ def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def _detectable(v: Verdict) -> str:
+    """The smallest true effect the design detects with 80% power, in the effect's units ('2.5'), or '–'."""
+    value = v.detectable()
+    return "–" if np.isnan(value) else f"{value:.1f}"
 
 
 def detail_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
@@ -125,7 +138,7 @@ PROTOCOL = (
     "nothing counts with its score, and *rests on* names how many each verdict counted. Runs of the seed that chose a "
     "setting never report."
 )
-TEXT_COLUMNS = ("claim", "paper reports", "ours: effect [95% CI]", "rule", "why", "rests on")
+TEXT_COLUMNS = ("claim", "paper reports", "ours: effect [95% CI]", "rules out", "interval", "rule", "why", "rests on")
 
 
 def styled(table: pd.DataFrame):
