@@ -212,3 +212,18 @@ def test_the_user_table_says_whether_each_verdict_is_exploratory_or_confirmatory
     path, results = user_records
     table = user_claims.user_table(user_claims.load_user_declaration(path), user_claims.load_runs(results))
     assert table.loc[0, "status"].startswith("exploratory: 6 of 6 runs predate its design")
+
+
+def test_the_readme_worked_example_runs_on_the_committed_records_and_prints_what_the_readme_shows(tmp_path, capsys):
+    import re
+
+    from adaptstudy.common.paths import PROJECT_ROOT
+
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    section = readme[readme.index("A worked example on this project's own Houlsby records") :]
+    declaration, shown = re.findall(r"```(?:yaml|text)\n(.*?)```", section, re.S)[:2]
+    path = tmp_path / "mine.yaml"
+    path.write_text(declaration)
+    assert user_claims.main([str(path), "--results-dir", str(PROJECT_ROOT / "results" / "houlsby")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.strip() == shown.strip()

@@ -108,6 +108,14 @@ def user_table(declaration: UserDeclaration, runs: pd.DataFrame) -> pd.DataFrame
     return verdict_table(verdicts).assign(status=[status(v, finished) for v in verdicts])
 
 
+def as_text(table: pd.DataFrame) -> str:
+    """The verdict table for a terminal: each claim, then its fields one per line."""
+    blocks = []
+    for _, row in table.iterrows():
+        blocks.append("\n".join([row["claim"], *(f"  {c}: {row[c]}" for c in table.columns if c != "claim")]))
+    return "\n\n".join(blocks)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m adaptstudy.reporting.user_claims", description=__doc__.split("\n")[0]
@@ -124,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    with pd.option_context("display.max_colwidth", 80, "display.width", 200):
-        print(table.to_string(index=False))
+    print(as_text(table))
     if args.csv:
         table.to_csv(args.csv, index=False)
     return 0
