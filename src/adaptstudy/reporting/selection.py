@@ -79,12 +79,15 @@ def chosen_on(grid: pd.DataFrame) -> str:
     return "the reported split itself (these runs predate the selection split): the choosing seed never reports"
 
 
+RATE_TIE_RULE = "an exact tie goes to the larger rate (it goes further in the same updates), then to fewer epochs"
+
+
 def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str | None = None) -> pd.DataFrame:
     """Per group of `keys`: the learning rate (and, where the group tried several, the number of epochs: the paper
     chose both) with the best `score` (default `choice_score`) among `grid` (runs of the selection seed), with every
     setting tried and its score, so a chapter can show the choice, and whether the rate sits at an edge of the rates
-    tried at the chosen epochs. An exact tie goes to the larger rate (the selection split cannot tell them apart;
-    the larger goes further in the same updates), then to fewer epochs, not to whichever record loaded first."""
+    tried at the chosen epochs. An exact tie goes to the larger rate, then to fewer epochs (`RATE_TIE_RULE`), not
+    to whichever record loaded first."""
     score = score or choice_score(grid)
     columns = [*keys, "learning_rate", "epochs", "epochs chosen", "grid", "choice score", "edge"]
     if grid.empty:

@@ -113,9 +113,30 @@ def _complete(grid: pd.DataFrame) -> list[bool]:
 
 def best_sizes(runs: pd.DataFrame) -> dict[str, str]:
     """Per task, the adapter size (label) with the best selection score at its chosen rate and epochs (chosen over
-    every run of the size): Table 1's "Adapters (8-256)" row, chosen as the learning rates are."""
+    every run of the size): Table 1's "Adapters (8-256)" row, chosen as the learning rates are. An exact tie goes to
+    the smallest size (`SIZE_TIE_RULE`), not to whichever record loaded first."""
+    return {task: group.loc[group["choice score"].idxmax(), "label"] for task, group in _sizes(runs).groupby("task")}
+
+
+def size_ties(runs: pd.DataFrame) -> dict[str, tuple[list[str], float]]:
+    """The tasks whose best size the tie rule decided: the sizes that tied, and their selection score."""
+    ties = {}
+    for task, group in _sizes(runs).groupby("task"):
+        best = group["choice score"].max()
+        if (group["choice score"] == best).sum() > 1:
+            ties[task] = (list(group.loc[group["choice score"] == best, "label"]), float(best))
+    return ties
+
+
+def _sizes(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each size's choice per task, smallest size first."""
     chosen = choose_learning_rates(selection_grid(runs, SIZE_LABELS), KEYS)
-    return {task: group.loc[group["choice score"].idxmax(), "label"] for task, group in chosen.groupby("task")}
+    return chosen.assign(_size=chosen["label"].map(SIZE_LABELS.index)).sort_values(["task", "_size"], kind="stable")
+
+
+SIZE_TIE_RULE = (
+    "an exact tie on the selection split goes to the smallest size: it trains the fewest parameters, the paper's aim"
+)
 
 
 def parity_labels(runs: pd.DataFrame) -> set[tuple[str, str]]:

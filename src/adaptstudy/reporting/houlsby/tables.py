@@ -20,6 +20,7 @@ from adaptstudy.reporting.houlsby.choices import (
     BUDGET_H,
     KEYS,
     MOVED_SEEDS,
+    SIZE_TIE_RULE,
     SIZES,
     at_ablation_rates,
     best_sizes,
@@ -30,6 +31,7 @@ from adaptstudy.reporting.houlsby.choices import (
     parity_labels,
     reported_at_chosen_rates,
     selection_grid,
+    size_ties,
 )
 from adaptstudy.reporting.houlsby.published import (
     HOULSBY_2019,
@@ -42,7 +44,7 @@ from adaptstudy.reporting.houlsby.published import (
     HOULSBY_TABLE2_PARAMS,
 )
 from adaptstudy.reporting.published import published_frame
-from adaptstudy.reporting.selection import chosen_on, grid_edge_note
+from adaptstudy.reporting.selection import RATE_TIE_RULE, chosen_on, grid_edge_note
 from adaptstudy.runs.records import paid_seconds
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
@@ -91,8 +93,14 @@ def selection_note(runs: pd.DataFrame) -> str:
     return (
         f"Learning rates and each task's best adapter size were chosen with seed {SELECTION_SEED} on "
         f"{chosen_on(selection_grid(runs))}. Tables report the dev set over the other seeds, and the verdicts "
-        "rest on them alone."
+        f"rest on them alone. Ties: between rates, {RATE_TIE_RULE}; between sizes, {SIZE_TIE_RULE}.{_ties(runs)}"
     )
+
+
+def _ties(runs: pd.DataFrame) -> str:
+    """The tasks whose best size the tie rule decided, with the sizes that tied."""
+    tied = [f"{task} ({', '.join(labels)} at {score:.1f})" for task, (labels, score) in size_ties(runs).items()]
+    return f" The size tie rule decided {'; '.join(tied)}." if tied else ""
 
 
 def epochs_note(runs: pd.DataFrame) -> str:
