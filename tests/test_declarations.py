@@ -204,7 +204,7 @@ def test_a_backdated_amendment_is_caught_naming_its_claim_and_commit(tmp_path):
 
     from adaptstudy.reporting.ledger_history import misdated_entries
 
-    def git(*args, when="2026-11-04T10:00:00+00:00"):
+    def git(*args, when="2026-12-05T01:00:00+00:00"):
         env = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when, "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
         subprocess.run(
             ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
@@ -222,16 +222,16 @@ def test_a_backdated_amendment_is_caught_naming_its_claim_and_commit(tmp_path):
     git("commit", "-qm", "declared")
     path.write_text(source.read_text().replace("threshold: -1.0", "threshold: -2.0", 1))
     amend(
-        path, load_declaration(source), "a test: a wider margin", 7, when=datetime(2026, 11, 3, 8, tzinfo=timezone.utc)
+        path, load_declaration(source), "a test: a wider margin", 7, when=datetime(2026, 12, 5, 0, 30, tzinfo=timezone.utc)
     )
-    git("commit", "-qam", "amended", when="2026-11-05T10:00:00+00:00")
+    git("commit", "-qam", "amended", when="2026-12-05T02:00:00+00:00")
     (wrong,) = misdated_entries(path)
-    assert wrong.startswith("parity: amended 2026-11-03 08:00") and "after 2026-11-04 10:00" in wrong
+    assert wrong.startswith("parity: amended 2026-12-05 00:30") and "after 2026-12-05 01:00" in wrong
 
     path.write_text(source.read_text().replace("threshold: -1.0", "threshold: -2.0", 1))
     amend(
-        path, load_declaration(source), "a test: a wider margin", 7, when=datetime(2026, 11, 5, 12, tzinfo=timezone.utc)
+        path, load_declaration(source), "a test: a wider margin", 7, when=datetime(2026, 12, 5, 3, tzinfo=timezone.utc)
     )
     assert misdated_entries(path) == []  # written now, not yet committed
-    git("commit", "-qam", "amended, dated as written", when="2026-11-05T13:00:00+00:00")
+    git("commit", "-qam", "amended, dated as written", when="2026-12-05T04:00:00+00:00")
     assert misdated_entries(path) == []

@@ -25,6 +25,12 @@ TOP_LEVEL = ("method", "backbone")  # a record's own fields an arm may state bes
 NOT_SETTINGS = frozenset({"seed", "task", "keep_adapter"}) | RunConfig.LOCATIONS  # what one configuration varies in
 
 
+def _close(name: str, valid) -> str:
+    """A did-you-mean that also finds a name spelt in other case ('MRPC' for 'mrpc')."""
+    same = [v for v in valid if str(v).lower() == str(name).lower()]
+    return f" (did you mean {same[0]!r}?)" if same else did_you_mean(name, valid)
+
+
 def _setting(record: dict, name: str) -> Any:
     return record[name] if name in TOP_LEVEL else record.get("config", {}).get(name)
 
@@ -77,20 +83,18 @@ def checked_arms(arms: Mapping[str, Mapping[str, Any]], units: set[str], runs: p
         typed[label] = {PER_TASK: {}}
         for task, values in scopes.items():
             if task is not None and task not in tasks:
-                problems.append(
-                    f"arm {label!r}: per_task names {task!r}, a task no record has{did_you_mean(task, tasks)}"
-                )
+                problems.append(f"arm {label!r}: per_task names {task!r}, a task no record has{_close(task, tasks)}")
             out = typed[label] if task is None else typed[label][PER_TASK].setdefault(task, {})
             for name, value in (values or {}).items():
                 if name not in known:
-                    problems.append(f"arm {label!r}: unknown setting {name!r}{did_you_mean(name, known)}")
+                    problems.append(f"arm {label!r}: unknown setting {name!r}{_close(name, known)}")
                     continue
                 try:
                     out[name] = _typed(name, value, known[name])
                 except ValueError as error:
                     problems.append(f"arm {label!r}: {error}")
     for unit in sorted(units - tasks):
-        problems.append(f"unit {unit!r}: no record has this task{did_you_mean(unit, tasks)}")
+        problems.append(f"unit {unit!r}: no record has this task{_close(unit, tasks)}")
     if problems:
         valid = ", ".join(sorted(known))
         raise ValueError(

@@ -102,10 +102,14 @@ def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verd
 
 def user_table(declaration: UserDeclaration, runs: pd.DataFrame) -> pd.DataFrame:
     """The chapters' verdict table for the declaration's claims, with each verdict's status (exploratory, or
-    confirmatory when every run it rests on finished after its design)."""
+    confirmatory when every run it rests on finished after its design; a claim without a ledger is declared now)."""
     verdicts = user_verdicts(declaration, runs)
     finished = runs.set_index("run_id")["finished_at"]
-    return verdict_table(verdicts).assign(status=[status(v, finished) for v in verdicts])
+    statuses = [
+        status(v, finished) if c.ledger else f"exploratory: declared now, after its {len(v.run_ids)} runs"
+        for v, c in zip(verdicts, declaration.claims.values())
+    ]
+    return verdict_table(verdicts).assign(status=statuses)
 
 
 def as_text(table: pd.DataFrame) -> str:
