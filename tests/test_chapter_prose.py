@@ -53,12 +53,16 @@ def test_a_figure_with_an_interval_is_found_only_among_the_verdicts_it_could_com
 
 @pytest.fixture(scope="module")
 def every_verdict(committed_verdicts):
-    """Every chapter's verdicts on the committed records, on all reported seeds and on the fresh seeds alone."""
+    """Every chapter's verdicts on the committed records, on all reported seeds and on the fresh seeds alone, and the
+    intervals each chapter's descriptive tables state, by chapter."""
     from adaptstudy.common.paths import PROJECT_ROOT
+    from adaptstudy.reporting.chapters import load_chapters
     from adaptstudy.reporting.scorecard import chapter_runs, confirmatory
 
     verdicts, _ = committed_verdicts
-    return verdicts + list(confirmatory(chapter_runs(PROJECT_ROOT / "results"), verdicts).values())
+    runs = chapter_runs(PROJECT_ROOT / "results")
+    described = {c.name: c.described(runs[c.name]) for c in load_chapters() if c.study}
+    return verdicts + list(confirmatory(runs, verdicts).values()), described
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
@@ -68,6 +72,8 @@ def test_every_undated_figure_with_an_interval_is_one_a_verdict_gives(path, ever
     from adaptstudy.reporting.chapters import load_chapters
     from adaptstudy.reporting.prose_figures import stray_figures
 
-    prefixes = {c.name for c in load_chapters() if c.page == path.stem}
-    stray = stray_figures(path, [v for v in every_verdict if v.claim.chapter in prefixes])
+    verdicts, described = every_verdict
+    names = {c.name for c in load_chapters() if c.page == path.stem}
+    mine = [v for v in verdicts if v.claim.chapter in names]
+    stray = stray_figures(path, mine, [cell for name in names for cell in described.get(name, [])])
     assert not stray, f"{path.name}: figures no verdict gives: {stray}"

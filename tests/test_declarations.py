@@ -222,7 +222,11 @@ def test_a_backdated_amendment_is_caught_naming_its_claim_and_commit(tmp_path):
     git("commit", "-qm", "declared")
     path.write_text(source.read_text().replace("threshold: -1.0", "threshold: -2.0", 1))
     amend(
-        path, load_declaration(source), "a test: a wider margin", 7, when=datetime(2026, 12, 5, 0, 30, tzinfo=timezone.utc)
+        path,
+        load_declaration(source),
+        "a test: a wider margin",
+        7,
+        when=datetime(2026, 12, 5, 0, 30, tzinfo=timezone.utc),
     )
     git("commit", "-qam", "amended", when="2026-12-05T02:00:00+00:00")
     (wrong,) = misdated_entries(path)

@@ -28,6 +28,7 @@ class Chapter:
     label_runs: Callable[[pd.DataFrame], pd.DataFrame] = lambda runs: runs
     verdicts: Callable[[pd.DataFrame], list[Verdict]] = lambda runs: []  # none: it judges no claim
     chooser: int | None = 0  # the seed that chose settings on the selection split (never reported); None: none
+    described: Callable[[pd.DataFrame], list[str]] = lambda runs: []  # intervals its descriptive tables state
 
     def fresh_verdicts(self, runs: pd.DataFrame, verdicts: list[Verdict]) -> list[Verdict]:
         """`verdicts`' claims judged on the labelled `runs` made after each claim's design alone (confirmatory)."""

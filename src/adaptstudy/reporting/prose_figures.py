@@ -1,6 +1,7 @@
 """The figures a chapter's prose states with an interval ("+4.1 [+1.0, +7.2]", "3.6 s [0.5, 6.7]") are figures its
 verdicts give: every effect and interval a verdict can show, over its comparisons and units, under its current and
-earlier designs and on the fresh seeds alone, so a rerun that moves a verdict cannot leave a sentence behind. A
+earlier designs and on the fresh seeds alone (or a descriptive table of the chapter states), so a rerun that moves
+a verdict cannot leave a sentence behind. A
 paragraph that opens with a date in bold ("**Stage 2 (4 December 2026).**") gives the figures of that date and is
 not checked."""
 
@@ -65,7 +66,8 @@ def undated_paragraphs(notebook_path) -> list[str]:
     return [p for p in paragraphs if not DATED.match(p)]
 
 
-def stray_figures(notebook_path, verdicts: Iterable[Verdict]) -> list[str]:
-    """The figures with an interval that the chapter's undated prose states and no verdict gives."""
-    known = given(verdicts)
+def stray_figures(notebook_path, verdicts: Iterable[Verdict], described: Iterable[str] = ()) -> list[str]:
+    """The figures with an interval that the chapter's undated prose states and neither a verdict gives nor a
+    descriptive table of the chapter states (`described`: its cells, e.g. '-0.1 [-1.0, +0.8]')."""
+    known = given(verdicts) | {key for text in described for _, key in stated(text)}
     return [written for p in undated_paragraphs(notebook_path) for written, key in stated(p) if key not in known]

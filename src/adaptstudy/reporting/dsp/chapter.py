@@ -5,6 +5,12 @@ from adaptstudy.reporting.dsp import claims, tables
 
 CHAPTER = register(
     Chapter(
-        "dsp", page="06_analysis_dsp", study="dsp", label_runs=tables.label_runs, verdicts=claims.verdicts, chooser=None
+        "dsp",
+        page="06_analysis_dsp",
+        study="dsp",
+        label_runs=tables.label_runs,
+        verdicts=claims.verdicts,
+        chooser=None,
+        described=claims.described_intervals,
     )
 )

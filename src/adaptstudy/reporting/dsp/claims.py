@@ -167,6 +167,12 @@ def domain_or_more_mlm(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(columns, columns=list(DECOMPOSITION)).rename_axis("task").reset_index()
 
 
+def described_intervals(runs: pd.DataFrame) -> list[str]:
+    """The intervals the chapter's descriptive table states (`domain_or_more_mlm`), which its prose may quote."""
+    table = domain_or_more_mlm(runs).drop(columns="task")
+    return [cell for column in table for cell in table[column].dropna()]
+
+
 def claims(runs: pd.DataFrame, pretrain_runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """The chapter's verdict table; with the pretraining runs, the adapter claim also says what DAPT cost per mode."""
     table = verdict_table(verdicts(runs))
