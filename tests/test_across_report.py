@@ -489,7 +489,7 @@ def test_fusion_verdicts_bootstrap_over_the_stored_dev_predictions(tmp_path, fus
             stored = stored_predictions(predictions, dev, "dev", regression=False)
             fusion_run(tmp_path, "rte", method, seed, 100 * np.mean(predictions == labels), predictions=stored)
     beats = over_built(fu.verdicts(fusion_runs(tmp_path)))[0]
-    assert "paired bootstrap over evaluation examples" in beats.judgements[0].method
+    assert "paired bootstrap over 277 evaluation examples" in beats.judgements[0].method
     assert beats.verdict == "holds"  # about +12 points over 3 seeds and 277 examples
     with pytest.raises(TypeError):
         contrast("rte", Arm([60.0]), Arm([50.0]), "accuracy")  # labels and metric: keywords only

@@ -194,7 +194,7 @@ def test_the_adapter_claim_bootstraps_over_the_stored_predictions(tmp_path, fake
             stored = stored_predictions(predictions, dev, spec.eval_split, regression=False)
             fake_record(config, 100 * f1_score(labels, predictions, average="macro"), predictions=stored)
     adapter_claim = next(v for v in dc.verdicts(dr.label_runs(load_runs(tmp_path))) if v.claim is dc.ADAPTER_DAPT)
-    assert "paired bootstrap over evaluation examples" in adapter_claim.judgements[0].method
+    assert "paired bootstrap over 345 evaluation examples" in adapter_claim.judgements[0].method
 
 
 def test_the_recipe_is_read_off_the_records(runs):

@@ -114,7 +114,7 @@ def prediction_units(rng, effect: float, n: int = 300) -> list[Unit]:
 def test_with_predictions_the_interval_covers_the_examples_drawn():
     rng = np.random.default_rng(4)
     judged = [judge(prediction_units(rng, 0.0), Rule("above", 0.0), resamples=200, seed=i) for i in range(100)]
-    assert "paired bootstrap over evaluation examples" in judged[0].method
+    assert "paired bootstrap over 300 evaluation examples (200 resamples)" in judged[0].method
     assert sum(j.verdict == "holds" for j in judged) <= 5
     widened = judge(prediction_units(rng, 8.0), Rule("above", 0.0), resamples=200)
     assert widened.verdict == "holds"

@@ -128,6 +128,12 @@ def size_ties(runs: pd.DataFrame) -> dict[str, tuple[list[str], float]]:
     return ties
 
 
+def size_tie_note(runs: pd.DataFrame) -> str:
+    """The tasks whose best size the tie rule decided, with the sizes that tied, as a sentence ('' where none)."""
+    tied = [f"{task} ({', '.join(labels)} at {score:.1f})" for task, (labels, score) in size_ties(runs).items()]
+    return f" The size tie rule decided {'; '.join(tied)}." if tied else ""
+
+
 def _sizes(runs: pd.DataFrame) -> pd.DataFrame:
     """Each size's choice per task, smallest size first."""
     chosen = choose_learning_rates(selection_grid(runs, SIZE_LABELS), KEYS)

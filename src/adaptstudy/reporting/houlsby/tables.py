@@ -31,7 +31,7 @@ from adaptstudy.reporting.houlsby.choices import (
     parity_labels,
     reported_at_chosen_rates,
     selection_grid,
-    size_ties,
+    size_tie_note,
 )
 from adaptstudy.reporting.houlsby.published import (
     HOULSBY_2019,
@@ -93,14 +93,9 @@ def selection_note(runs: pd.DataFrame) -> str:
     return (
         f"Learning rates and each task's best adapter size were chosen with seed {SELECTION_SEED} on "
         f"{chosen_on(selection_grid(runs))}. Tables report the dev set over the other seeds, and the verdicts "
-        f"rest on them alone. Ties: between rates, {RATE_TIE_RULE}; between sizes, {SIZE_TIE_RULE}.{_ties(runs)}"
+        f"rest on them alone. Ties: between rates, {RATE_TIE_RULE}; between sizes, {SIZE_TIE_RULE}."
+        + size_tie_note(runs)
     )
-
-
-def _ties(runs: pd.DataFrame) -> str:
-    """The tasks whose best size the tie rule decided, with the sizes that tied."""
-    tied = [f"{task} ({', '.join(labels)} at {score:.1f})" for task, (labels, score) in size_ties(runs).items()]
-    return f" The size tie rule decided {'; '.join(tied)}." if tied else ""
 
 
 def epochs_note(runs: pd.DataFrame) -> str:
