@@ -4,10 +4,10 @@ interval that merely includes zero is not evidence of no difference."""
 
 import re
 
-import nbformat
 import pytest
 
 from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.reporting.prose_figures import markdown_text
 
 CHAPTERS = sorted((PROJECT_ROOT / "notebooks").glob("06_*.ipynb"))
 EQUIVALENCE = re.compile(
@@ -20,9 +20,7 @@ STRADDLES = re.compile(r"\[\s*[−-]\s*\d+(\.\d+)?\s*,\s*\+\s*\d+(\.\d+)?\s*\]")
 
 def paragraphs(path) -> list[str]:
     """The chapter's prose: markdown paragraphs and bullets."""
-    notebook = nbformat.read(path, as_version=4)
-    text = "\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
-    return [p for p in re.split(r"\n\s*\n|\n(?=- )", text) if p.strip()]
+    return [p for p in re.split(r"\n\s*\n|\n(?=- )", markdown_text(path)) if p.strip()]
 
 
 def offending(paragraph: str) -> str | None:

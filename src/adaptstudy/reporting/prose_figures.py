@@ -58,11 +58,16 @@ def given(verdicts: Iterable[Verdict]) -> set[tuple[float, float, float]]:
     return keys
 
 
-def undated_paragraphs(notebook_path) -> list[str]:
-    """The markdown paragraphs and bullets of a chapter that do not open with a date in bold."""
+def markdown_text(notebook_path) -> str:
+    """A chapter's prose: its markdown cells, one after another."""
     notebook = nbformat.read(notebook_path, as_version=4)
-    text = "\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    return "\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+
+
+def undated_paragraphs(notebook_path) -> list[str]:
+    """The markdown paragraphs of a chapter (a list stays with the paragraph it follows) that do not open with a date
+    in bold."""
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", markdown_text(notebook_path)) if p.strip()]
     return [p for p in paragraphs if not DATED.match(p)]
 
 
