@@ -42,8 +42,15 @@ def subsample(dataset: Dataset, n: int, seed: int) -> Dataset:
         raise ValueError(f"max_train_examples must be positive, got {n}")
     if n >= len(dataset):
         return dataset
-    idx = np.sort(np.random.default_rng(seed).permutation(len(dataset))[:n])
-    return dataset.select(idx.tolist())
+    return dataset.select(subsample_indices(len(dataset), n, seed).tolist())
+
+
+def subsample_indices(size: int, n: int, seed: int) -> np.ndarray:
+    """The rows `subsample` keeps of `size` (all of them when `n` ≥ `size`), in file order: a report finds a capped
+    run's examples inside a run's whole split from them."""
+    if n >= size:
+        return np.arange(size)
+    return np.sort(np.random.default_rng(seed).permutation(size)[:n])
 
 
 def stratified_split(labels: list[int], sizes: dict[str, int | float], seed: int = SPLIT_SEED) -> dict[str, np.ndarray]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import pandas as pd
 import yaml
@@ -29,6 +29,9 @@ class Chapter:
     verdicts: Callable[[pd.DataFrame], list[Verdict]] = lambda runs: []  # none: it judges no claim
     chooser: int | None = 0  # the seed that chose settings on the selection split (never reported); None: none
     described: Callable[[pd.DataFrame], list[str]] = lambda runs: []  # intervals its descriptive tables state
+    # what else decides its verdicts, by part (`reporting.protocol`): its grids (rates, epochs, seeds, evaluation
+    # caps) and its selection and tie rules; the code building its arms and the shared parts are added there
+    protocol: Mapping[str, tuple] = field(default_factory=dict)
 
     def fresh_verdicts(self, runs: pd.DataFrame, verdicts: list[Verdict]) -> list[Verdict]:
         """`verdicts`' claims judged on the labelled `runs` made after each claim's design alone (confirmatory)."""

@@ -25,10 +25,9 @@ import numpy as np
 import pandas as pd
 
 from adaptstudy.common.registry import Registry
-from adaptstudy.reporting.baselines import reported_labels
 from adaptstudy.reporting.declarations import Declared, Design, load_declaration
 from adaptstudy.reporting.evidence import Arm, Judgement, Rule, Unit, all_of, format_reasons, judge
-from adaptstudy.runs.predictions import decode
+from adaptstudy.reporting.shared_examples import on_shared_examples, unpaired
 from adaptstudy.runs.resumption import unverified
 
 
@@ -115,12 +114,21 @@ class Verdict:
 
     def history(self) -> list[tuple[str, str]]:
         """('declared 2026-11-25', verdict), then one pair per amendment: the verdict under each design the ledger
-        names, the last being this one."""
+        names, the last being this one. A design an amendment of the protocol replaced shows the verdict that
+        amendment recorded under the earlier protocol (code is not rebuilt from a fingerprint)."""
         ledger = self.claim.declared.ledger
-        return [
-            (f"{e.event} {e.date:%Y-%m-%d}", self.under(self.claim.declared.design_at(i)).verdict)
-            for i, e in enumerate(ledger)
-        ]
+        changes = [i for i, e in enumerate(ledger) if e.event != "recorded"]
+        shown = []
+        for n, i in enumerate(changes):
+            following = ledger[changes[n + 1]] if n + 1 < len(changes) else None
+            verdict = following.before if following and following.before else None
+            shown.append(
+                (
+                    f"{ledger[i].event} {ledger[i].date:%Y-%m-%d}",
+                    verdict or self.under(self.claim.declared.design_at(i)).verdict,
+                )
+            )
+        return shown
 
     @cached_property
     def _judged(self) -> tuple[list[str], list[Judgement], dict[str, list[str]], list[tuple[str, str, str]]]:
@@ -325,23 +333,32 @@ def arm(
     runs: pd.DataFrame, score: str = "main_metric_value", learned: str = "learned_nothing", set_aside: str = ""
 ) -> Arm:
     """The arm of these runs: their scores, how many learned nothing, their run ids, and their predictions with the
-    labels when every run stored them on the same examples (for the bootstrap over examples), in the runs' main
-    metric when `score` is it; `set_aside` carries the selection-stage evidence against its setting, if any."""
+    labels when every run stored them (for the bootstrap over examples), on the examples every run scored: where
+    some runs scored a cap of the split and others all of it, each is scored again on the capped examples
+    (`shared_examples`) in the metric `score` is in (the runs' main metric, or the one a `scored_as` column names);
+    `set_aside` carries the selection-stage evidence against its setting, if any."""
     records = list(runs["record"]) if "record" in runs else []
-    stored = [r.get("predictions") for r in records]
-    shared = bool(records) and all(stored) and len({s["examples_sha256"] for s in stored}) == 1
     main = runs["main_metric"].unique() if score == "main_metric_value" and "main_metric" in runs else []
+    named = runs["scored_as"].unique() if score != "main_metric_value" and "scored_as" in runs else main
+    shared = (
+        on_shared_examples(records, named[0] if len(named) == 1 else None)
+        if records or runs.empty
+        else unpaired("its rows are scores without their runs' records (a multi-task run's, per task): no predictions")
+    )
+    rescored = shared.scores is not None
     return Arm(
-        runs[score].astype(float).tolist(),
+        shared.scores if rescored else runs[score].astype(float).tolist(),
         int(runs[learned].sum()) if learned in runs else 0,
-        [decode(s) for s in stored] if shared else None,
-        reported_labels(records[0]) if shared else None,
+        shared.predictions,
+        shared.labels,
         tuple(runs["run_id"]) if "run_id" in runs else (),
         main[0] if len(main) == 1 else None,
         runs["label"].iloc[0] if "label" in runs and runs["label"].nunique() == 1 else "",
         set_aside,
         tuple(r.get("precision_used") or "fp32" for r in records),  # records from before it was kept: fp32
         out_of_order(records),
+        rescored,
+        shared.why,
     )
 
 

@@ -51,6 +51,9 @@ ADDED_FIELDS = (
 )  # design fields added after the first ledgers: left out of a fingerprint when empty
 
 
+ENTRY_ADDED = ("protocol", "protocol_was", "before", "after")  # ledger fields written only where set
+
+
 class RuleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     kind: Literal["above", "below", "within", "outside"]
@@ -110,21 +113,33 @@ class Design(BaseModel):
 
 
 class Entry(BaseModel):
-    """One line of a claim's ledger: `declared` or `amended`, when, why, how many of its chapter's records existed,
-    the fields an amendment changed as they were before it, and the fingerprint of the design after it."""
+    """One line of a claim's ledger: `declared`, `amended`, or `recorded` (the protocol's fingerprints written
+    down, nothing changed); when, why, how many of its chapter's records existed, the fields an amendment changed as
+    they were before it, and the fingerprint of the design after it. `protocol`: the fingerprint of each part of the
+    protocol after it (`reporting.protocol`), and `protocol_was` the parts an amendment changed, as they were. Code
+    cannot be rebuilt from a fingerprint, so an amendment of the protocol keeps the verdicts it moved: `before` (under
+    the earlier protocol) and `after`, each with the records it was judged on."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    event: Literal["declared", "amended"]
+    event: Literal["declared", "amended", "recorded"]
     date: datetime
     reason: str = ""
     records: int | None = None
     was: dict[str, Any] = Field(default_factory=dict)
     fingerprint: str
+    protocol: dict[str, str] = Field(default_factory=dict)
+    protocol_was: dict[str, str] = Field(default_factory=dict)
+    before: str = ""
+    after: str = ""
 
     @model_validator(mode="after")
     def _amendments_say_why(self):
-        if self.event == "amended" and not (self.reason and self.was):
-            raise ValueError("an amendment needs a reason and `was` (the fields it changed, as they were)")
+        if self.event == "amended" and not (self.reason and (self.was or self.protocol_was)):
+            raise ValueError(
+                "an amendment needs a reason and `was` or `protocol_was` (the fields or parts it changed, as they were)"
+            )
+        if self.event == "recorded" and (self.was or self.protocol_was or not self.protocol):
+            raise ValueError("a `recorded` entry writes down the protocol (`protocol`) and changes nothing")
         unknown = set(self.was) - set(DESIGN_FIELDS)
         if unknown:
             raise ValueError(f"`was` names {sorted(unknown)}, not fields of a design; valid: {list(DESIGN_FIELDS)}")
@@ -155,12 +170,26 @@ class Declared(Design):
 
     @property
     def last_change(self) -> datetime:
-        return self.ledger[-1].date
+        """When the design or protocol last changed (its declaration or last amendment; recording changes nothing)."""
+        return [e for e in self.ledger if e.event != "recorded"][-1].date
 
-    def unamended(self) -> str:
-        """'' when the ledger accounts for the design, else what does not match (the latest entry first: an edit
-        without an amendment shows there)."""
+    @property
+    def recorded_protocol(self) -> dict[str, str]:
+        """The protocol's fingerprints as the ledger last wrote them down ({} before it did)."""
+        return next((e.protocol for e in reversed(self.ledger) if e.protocol), {})
+
+    def unamended(self, protocol: dict[str, str] | None = None) -> str:
+        """'' when the ledger accounts for the design and, given it, the protocol (`reporting.protocol`), else what
+        does not match (the latest entry first: an edit without an amendment shows there)."""
         last = len(self.ledger) - 1
+        if protocol is not None and protocol != (recorded := self.recorded_protocol):
+            changed = sorted(k for k in {*protocol, *recorded} if protocol.get(k) != recorded.get(k))
+            return (
+                f"its protocol changed without an amendment: {'; '.join(changed)} (fingerprints now "
+                f"{[protocol.get(k) for k in changed]}, the ledger says {[recorded.get(k) for k in changed]}); "
+                "add a ledger entry (event: amended, protocol_was, protocol: the fingerprints now) with "
+                "`python -m adaptstudy.reporting.declarations amend`"
+            )
         found = self.design.fingerprint()
         if found != self.ledger[last].fingerprint:
             return (
@@ -230,16 +259,26 @@ def dump_declaration(chapter: Chapter) -> str:
         for name in ADDED_FIELDS:
             if not claim[name]:
                 del claim[name]
+        claim["ledger"] = [{k: v for k, v in e.items() if v or k not in ENTRY_ADDED} for e in claim["ledger"]]
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
 
 
 def amend(
-    path: str | os.PathLike, previous: Chapter, reason: str, records: int, when: datetime | None = None
+    path: str | os.PathLike,
+    previous: Chapter,
+    reason: str,
+    records: int,
+    when: datetime | None = None,
+    protocol: dict[str, str] | None = None,
+    verdicts: dict[str, tuple[str, str]] | None = None,
 ) -> list[str]:
     """Append an amendment to every claim of the declaration at `path` whose design differs from `previous` (the
-    file as it was, e.g. at HEAD): `was` holds the changed fields' earlier values. A claim written without a ledger
-    is new: it gets the entry that declares it. Rewrites the file, keeping its leading comment; returns the names of
-    the claims amended or declared."""
+    file as it was, e.g. at HEAD) or, given `protocol` (the fingerprints now), whose protocol differs from its
+    ledger's: `was` and `protocol_was` hold the changed fields' and parts' earlier values, and `verdicts` (by claim
+    name) the verdicts before and after, where the caller judged them. A claim whose ledger never wrote its protocol
+    down gets a `recorded` entry (or its amendment records it). A claim written without a ledger is new: it gets the
+    entry that declares it. Rewrites the file, keeping its leading comment; returns the names of the claims amended,
+    recorded or declared."""
     path = Path(path)
     when = when or datetime.now(timezone.utc).replace(microsecond=0)
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -252,7 +291,14 @@ def amend(
                 design = Design(**{k: v for k, v in claim.items() if k != "paper"})
             except ValidationError as error:
                 raise ValueError(f"{path}: claim {name!r} is not a valid design: {error}") from None
-            entry = Entry(event="declared", date=when, reason=reason, records=records, fingerprint=design.fingerprint())
+            entry = Entry(
+                event="declared",
+                date=when,
+                reason=reason,
+                records=records,
+                fingerprint=design.fingerprint(),
+                protocol=protocol or {},
+            )
             claim["ledger"] = [entry.model_dump(mode="json")]
             amended.append(name)
     try:
@@ -261,12 +307,26 @@ def amend(
         raise ValueError(f"{path}: not a valid claim declaration: {error}") from None
     for name, claim in current.claims.items():
         before = previous.claims.get(name)
-        if before is None or before.design == claim.design:
+        if before is None or name in amended:
             continue
         old, new = before.design.model_dump(), claim.design.model_dump()
         was = {f: old[f] for f in DESIGN_FIELDS if old[f] != new[f]}
+        recorded = claim.recorded_protocol
+        protocol_was = {k: recorded.get(k, "") for k in protocol or {} if recorded and protocol[k] != recorded.get(k)}
+        if not (was or protocol_was or (protocol and not recorded)):
+            continue
+        before_after = (verdicts or {}).get(name, ("", ""))
         entry = Entry(
-            event="amended", date=when, reason=reason, records=records, was=was, fingerprint=claim.fingerprint()
+            event="amended" if was or protocol_was else "recorded",
+            date=when,
+            reason=reason,
+            records=records,
+            was=was,
+            fingerprint=claim.fingerprint(),
+            protocol=protocol or {},
+            protocol_was=protocol_was,
+            before=before_after[0],
+            after=before_after[1],
         )
         current.claims[name] = claim.model_copy(update={"ledger": [*claim.ledger, entry]})
         amended.append(name)
@@ -304,13 +364,24 @@ def main(argv: list[str] | None = None) -> int:
         ).stdout
         previous = Chapter.model_validate(yaml.safe_load(shown))
         records = len(list(Path(args.results_dir).glob("*.json")))
-        names = amend(path, previous, args.reason, records)
+        names = amend(path, previous, args.reason, records, protocol=_protocol_of(path))
     except (subprocess.CalledProcessError, ValueError, ValidationError) as error:
         detail = getattr(error, "stderr", "") or error
         print(f"error: {str(detail).strip()}", file=sys.stderr)
         return 2
     print(f"amended or declared: {', '.join(names) or 'nothing changed'}")
     return 0
+
+
+def _protocol_of(path: Path) -> dict[str, str] | None:
+    """The protocol fingerprints of the chapter whose declaration is at `path` (None for a file no chapter reads)."""
+    from adaptstudy.reporting.chapters import load_chapters
+    from adaptstudy.reporting.claims import DECLARATIONS
+    from adaptstudy.reporting.protocol import protocol
+
+    chapters = {c.name: c for c in load_chapters()}
+    owner = [name for name, file in DECLARATIONS.items() if file.resolve() == path and name in chapters]
+    return protocol(chapters[owner[0]]) if owner else None
 
 
 if __name__ == "__main__":

@@ -83,6 +83,7 @@ class Arm:
     precisions: tuple[str, ...] = ()  # each run's precision (its record's `precision_used`): a verdict names a mix
     out_of_order: tuple[str, ...] = ()  # runs resumed without their epoch's batch order, not rerun (flagged)
     rescored: bool = False  # `scores` are on the examples every run scored, some runs having scored more
+    unpaired: str = ""  # why its runs' predictions cannot be paired, where they cannot
 
     def __post_init__(self):
         self.scores = np.asarray(self.scores, dtype=float)
@@ -143,8 +144,8 @@ class Unit:
             return "a measured quantity, not a metric of the predictions"
         if self.metric is None:
             return "its arms report different metrics"
-        if any(arm.predictions is None for arm in self.arms()):
-            return "a run stored no predictions, or its arm's runs scored sets that do not nest"
+        if missing := [arm for arm in self.arms() if arm.predictions is None]:
+            return "; ".join(f"{a.name or 'an arm'}: {a.unpaired or 'its runs stored no predictions'}" for a in missing)
         if self.shared_labels() is None:
             return "its arms scored different examples"
         return ""

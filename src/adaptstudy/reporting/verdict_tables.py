@@ -84,16 +84,20 @@ def amendments(verdicts: list[Verdict]) -> pd.DataFrame:
     groups: dict[tuple, dict] = {}
     for v in verdicts:
         history = v.history()
-        for i, entry in enumerate(v.claim.declared.ledger):
+        changes = [e for e in v.claim.declared.ledger if e.event != "recorded"]
+        for i, entry in enumerate(changes):
             if entry.event != "amended":
                 continue
-            was = ", ".join(f"{k}: {_short(x)}" for k, x in entry.was.items())
+            was = ", ".join(
+                [f"{k}: {_short(x)}" for k, x in entry.was.items()] + [f"protocol: {k}" for k in entry.protocol_was]
+            )
             group = groups.setdefault(
                 (entry.date, entry.reason, was),
                 {"date": f"{entry.date:%Y-%m-%d %H:%M}", "reason": entry.reason, "was": was, "records then": set()},
             )
             group["records then"].add(entry.records)
-            group.setdefault("claims", []).append(f"{v.claim.key}: {history[i - 1][1]} → {history[i][1]}")
+            before, after = (entry.before, entry.after) if entry.before else (history[i - 1][1], history[i][1])
+            group.setdefault("claims", []).append(f"{v.claim.key}: {before} → {after}")
     rows = [
         {
             **g,

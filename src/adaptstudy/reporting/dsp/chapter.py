@@ -2,6 +2,7 @@
 
 from adaptstudy.reporting.chapters import Chapter, register
 from adaptstudy.reporting.dsp import claims, tables
+from adaptstudy.reporting.protocol import grid
 
 CHAPTER = register(
     Chapter(
@@ -12,5 +13,8 @@ CHAPTER = register(
         verdicts=claims.verdicts,
         chooser=None,
         described=claims.described_intervals,
+        protocol={
+            "grids (settings, seeds, evaluation caps)": (grid("cpu/dsp.yaml"), grid("cpu/confirm/dsp_confirm.yaml")),
+        },
     )
 )

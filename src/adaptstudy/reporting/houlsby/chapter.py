@@ -1,7 +1,8 @@
 """The houlsby chapter's registration: its page, its results folder and how its runs are labelled and judged."""
 
 from adaptstudy.reporting.chapters import Chapter, register
-from adaptstudy.reporting.houlsby import claims, tables
+from adaptstudy.reporting.houlsby import choices, claims, tables
+from adaptstudy.reporting.protocol import CHOOSING, grid
 
 CHAPTER = register(
     Chapter(
@@ -11,5 +12,10 @@ CHAPTER = register(
         label_runs=tables.label_runs,
         verdicts=claims.verdicts,
         chooser=0,
+        protocol={
+            "selection grids (rates, epochs)": (grid("cpu/houlsby_select.yaml"), grid("cpu/houlsby_extend.yaml")),
+            "report grid (seeds, evaluation caps)": (grid("cpu/houlsby_report.yaml"),),
+            "selection and tie rules (houlsby/choices.py)": (choices, *CHOOSING),
+        },
     )
 )

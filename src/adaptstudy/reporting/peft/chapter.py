@@ -2,6 +2,7 @@
 
 from adaptstudy.reporting.chapters import Chapter, register
 from adaptstudy.reporting.peft import claims, tables
+from adaptstudy.reporting.protocol import CHOOSING, grid
 
 CHAPTER = register(
     Chapter(
@@ -11,5 +12,18 @@ CHAPTER = register(
         label_runs=tables.label_runs,
         verdicts=claims.verdicts,
         chooser=0,
+        protocol={
+            "selection grid (rates)": (grid("cpu/peft_imdb_select.yaml"),),
+            "report grids (seeds, evaluation caps)": (
+                grid("cpu/peft_imdb_report.yaml"),
+                grid("cpu/confirm/peft_imdb_confirm.yaml"),
+            ),
+            "selection and tie rules": (
+                tables.selection_grid,
+                tables.chosen_learning_rates,
+                tables.at_chosen_rates,
+                *CHOOSING,
+            ),
+        },
     )
 )

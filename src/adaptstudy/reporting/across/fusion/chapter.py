@@ -1,9 +1,24 @@
-"""The AdapterFusion half's registration: its page (the across chapter), its results folder and how its runs are
-labelled and judged."""
+"""The fusion chapter's registration: its page, its results folder, how its runs are labelled and judged, and what
+else decides its verdicts."""
 
 from adaptstudy.reporting.across.fusion import tables
 from adaptstudy.reporting.chapters import Chapter, register
+from adaptstudy.reporting.protocol import CHOOSING, grid
 
 CHAPTER = register(
-    Chapter("fusion", page="06_analysis_across", study="fusion", label_runs=tables.label_runs, verdicts=tables.verdicts)
+    Chapter(
+        "fusion",
+        page="06_analysis_across",
+        study="fusion",
+        label_runs=tables.label_runs,
+        verdicts=tables.verdicts,
+        protocol={
+            "selection grid (rates)": (grid("cpu/fusion_select.yaml"),),
+            "report grids (seeds, evaluation caps)": (
+                grid("cpu/fusion_report.yaml"),
+                grid("cpu/confirm/fusion_confirm.yaml"),
+            ),
+            "selection and tie rules": CHOOSING,
+        },
+    )
 )

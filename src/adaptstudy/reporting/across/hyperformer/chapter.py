@@ -1,8 +1,9 @@
-"""The Hyperformer half's registration: its page (the across chapter), its results folder and how its runs are
-labelled and judged."""
+"""The Hyperformer half's registration: its page (the across chapter), its results folder, how its runs are
+labelled and judged, and what else decides its verdicts."""
 
 from adaptstudy.reporting.across.hyperformer import claims, tables
 from adaptstudy.reporting.chapters import Chapter, register
+from adaptstudy.reporting.protocol import CHOOSING, grid
 
 CHAPTER = register(
     Chapter(
@@ -11,5 +12,13 @@ CHAPTER = register(
         study="hyperformer",
         label_runs=tables.label_runs,
         verdicts=claims.verdicts,
+        protocol={
+            "selection grids (search, rates)": (
+                grid("cpu/hyperformer_search.yaml"),
+                grid("cpu/hyperformer_select.yaml"),
+            ),
+            "report grid (seeds, evaluation caps)": (grid("cpu/hyperformer_report.yaml"),),
+            "selection and tie rules": (tables.at_chosen_rates, *CHOOSING),
+        },
     )
 )

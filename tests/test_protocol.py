@@ -1,0 +1,88 @@
+"""A claim's protocol is part of its design: the grids, the selection and tie rules, the evaluation caps, the arm
+filters and the interval are fingerprinted from the code and grids the chapters use, and a change to any of them
+without a ledger entry fails the ledger check naming the claim and the part."""
+
+import dataclasses
+import inspect
+
+import pytest
+
+from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.reporting import protocol as protocol_module
+from adaptstudy.reporting.chapters import CHAPTERS, load_chapters
+from adaptstudy.reporting.declarations import load_declaration
+from adaptstudy.reporting.houlsby import choices
+from adaptstudy.reporting.houlsby import claims as houlsby_claims
+from adaptstudy.reporting.protocol import protocol
+
+load_chapters()  # registers every chapter
+
+
+def _houlsby_parity_unamended(chapter) -> str:
+    parity = load_declaration(PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml").claims["parity"]
+    return parity.unamended(protocol(chapter))
+
+
+def _with_grid(tmp_path, chapter, part: str, name: str, old: str, new: str):
+    """The chapter with one of its grids replaced by an edited copy."""
+    source = PROJECT_ROOT / "params" / "cpu" / name
+    assert old in source.read_text(), (name, old)
+    copy = tmp_path / name
+    copy.write_text(source.read_text().replace(old, new, 1))
+    edited = tuple(copy if getattr(p, "name", "") == name else p for p in chapter.protocol[part])
+    return dataclasses.replace(chapter, protocol={**chapter.protocol, part: edited})
+
+
+@pytest.mark.parametrize(
+    "part, grid, old, new",
+    [
+        ("selection grids (rates, epochs)", "houlsby_select.yaml", "learning_rate: [", "learning_rate: [3.0e-5, "),
+        ("selection grids (rates, epochs)", "houlsby_select.yaml", "num_train_epochs: 3", "num_train_epochs: 4"),
+        (
+            "report grid (seeds, evaluation caps)",
+            "houlsby_report.yaml",
+            "max_train_examples: [20000]",
+            "max_train_examples: [20000]\n  max_eval_examples: [500]",
+        ),
+    ],
+    ids=["rate grid", "epoch options", "evaluation cap"],
+)
+def test_an_edited_grid_fails_the_ledger_naming_the_part(tmp_path, part, grid, old, new):
+    houlsby = CHAPTERS.get("houlsby")
+    assert _houlsby_parity_unamended(houlsby) == ""
+    why = _houlsby_parity_unamended(_with_grid(tmp_path, houlsby, part, grid, old, new))
+    assert why.startswith("its protocol changed without an amendment") and part in why
+
+
+@pytest.mark.parametrize(
+    "target, old, new, part",
+    [
+        (
+            choices,
+            '["choice score"].idxmax()',
+            '["choice score"][::-1].idxmax()',
+            "selection and tie rules (houlsby/choices.py)",
+        ),
+        (houlsby_claims, '["plain"]', '["task"].notna()', "arms and units (the chapter's verdicts and labels)"),
+    ],
+    ids=["tie rule", "arm filter"],
+)
+def test_edited_code_fails_the_ledger_naming_the_part(monkeypatch, target, old, new, part):
+    """The code as an edited copy of the module would read: the fingerprint follows the syntax, not the file."""
+    source = inspect.getsource(target)
+    assert old in source, (target.__name__, old)
+    real = inspect.getsource
+    monkeypatch.setattr(
+        protocol_module.inspect, "getsource", lambda o: source.replace(old, new, 1) if o is target else real(o)
+    )
+    why = _houlsby_parity_unamended(CHAPTERS.get("houlsby"))
+    assert why.startswith("its protocol changed without an amendment") and part in why
+
+
+def test_a_docstring_or_comment_is_no_change(monkeypatch):
+    """Prose is not protocol: a module's docstrings and comments can be rewritten without an amendment."""
+    source = inspect.getsource(choices)
+    edited = source.replace('"""What the Houlsby', '"""Reworded. What the Houlsby', 1) + "\n# a comment\n"
+    real = inspect.getsource
+    monkeypatch.setattr(protocol_module.inspect, "getsource", lambda o: edited if o is choices else real(o))
+    assert _houlsby_parity_unamended(CHAPTERS.get("houlsby")) == ""
