@@ -86,3 +86,41 @@ def test_a_docstring_or_comment_is_no_change(monkeypatch):
     real = inspect.getsource
     monkeypatch.setattr(protocol_module.inspect, "getsource", lambda o: edited if o is choices else real(o))
     assert _houlsby_parity_unamended(CHAPTERS.get("houlsby")) == ""
+
+
+def test_the_amend_command_records_a_protocol_change_with_the_parts_as_they_were(tmp_path):
+    """A changed part becomes an amendment of every claim of the chapter: `protocol_was` keeps the part's earlier
+    fingerprint, and the ledger then matches the protocol as it is."""
+    from adaptstudy.reporting.declarations import amend
+
+    source = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml"
+    path = tmp_path / "claims.yaml"
+    path.write_text(source.read_text())
+    before = protocol(CHAPTERS.get("houlsby"))
+    part = "selection and tie rules (houlsby/choices.py)"
+    changed = {**before, part: "0123456789abcdef"}
+    names = amend(path, load_declaration(source), "a test: a new tie rule", 5, protocol=changed)
+    declared = load_declaration(path)
+    assert sorted(names) == sorted(declared.claims)
+    for claim in declared.claims.values():
+        last = claim.ledger[-1]
+        assert (last.event, last.was, last.protocol_was) == ("amended", {}, {part: before[part]})
+        assert claim.unamended(changed) == "" and part in claim.unamended(before)
+    assert amend(path, load_declaration(path), "a test: nothing more", 5, protocol=changed) == []
+
+
+def test_the_scorecard_shows_top_k_s_verdict_under_the_earlier_selection_rule(committed_verdicts):
+    """The selection amendment keeps top-k's verdict under the rule before it (inconclusive on the 238 records then)
+    beside the one after; the amendments table credits the change to it, not to the regime amendment before it."""
+    from adaptstudy.reporting.scorecard import by_design
+    from adaptstudy.reporting.verdict_tables import amendments
+
+    top_k = next(v for v in committed_verdicts[0] if v.claim.key == "houlsby.top-k")
+    shown = by_design(top_k)
+    assert "amended 2026-12-03: inconclusive, +2.4 [-0.6, +5.4], on the 238 records then" in shown
+    assert shown.endswith(f"amended 2026-12-05: {top_k.verdict}") and top_k.verdict == "holds"
+    table = amendments([top_k])
+    selection = table[table["was"].str.contains("protocol: selection and tie rules")]
+    assert len(selection) == 1 and "inconclusive, +2.4" in selection["claims"].iloc[0]
+    regime = table[table["date"].str.startswith("2026-12-03")]
+    assert "→ inconclusive, +2.4" in regime["claims"].iloc[0]

@@ -188,7 +188,7 @@ class Declared(Design):
                 f"its protocol changed without an amendment: {'; '.join(changed)} (fingerprints now "
                 f"{[protocol.get(k) for k in changed]}, the ledger says {[recorded.get(k) for k in changed]}); "
                 "add a ledger entry (event: amended, protocol_was, protocol: the fingerprints now) with "
-                "`python -m adaptstudy.reporting.declarations amend`"
+                "`python -m adaptstudy.reporting.amend`"
             )
         found = self.design.fingerprint()
         if found != self.ledger[last].fingerprint:
@@ -333,56 +333,3 @@ def amend(
     header = "".join(line for line in path.read_text(encoding="utf-8").splitlines(True) if line.startswith("#"))
     path.write_text(header + dump_declaration(current), encoding="utf-8")
     return amended
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m adaptstudy.reporting.declarations amend PATH --reason ... --results-dir DIR [--against REV]`: record
-    as amendments the changes made to a declaration file since git revision REV (default HEAD), and declare the
-    claims written without a ledger."""
-    import argparse
-    import subprocess
-    import sys
-
-    parser = argparse.ArgumentParser(prog="python -m adaptstudy.reporting.declarations", description=main.__doc__)
-    parser.add_argument("command", choices=["amend"])
-    parser.add_argument("path", help="a chapter's claims.yaml, edited")
-    parser.add_argument("--reason", required=True, help="why the claims changed (the ledger keeps it)")
-    parser.add_argument("--results-dir", required=True, help="the chapter's records: how many existed is recorded")
-    parser.add_argument("--against", default="HEAD", help="the git revision holding the file as it was")
-    args = parser.parse_args(argv)
-    path = Path(args.path).resolve()
-    try:
-        top = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        shown = subprocess.run(
-            ["git", "show", f"{args.against}:{path.relative_to(top).as_posix()}"],
-            cwd=top,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        previous = Chapter.model_validate(yaml.safe_load(shown))
-        records = len(list(Path(args.results_dir).glob("*.json")))
-        names = amend(path, previous, args.reason, records, protocol=_protocol_of(path))
-    except (subprocess.CalledProcessError, ValueError, ValidationError) as error:
-        detail = getattr(error, "stderr", "") or error
-        print(f"error: {str(detail).strip()}", file=sys.stderr)
-        return 2
-    print(f"amended or declared: {', '.join(names) or 'nothing changed'}")
-    return 0
-
-
-def _protocol_of(path: Path) -> dict[str, str] | None:
-    """The protocol fingerprints of the chapter whose declaration is at `path` (None for a file no chapter reads)."""
-    from adaptstudy.reporting.chapters import load_chapters
-    from adaptstudy.reporting.claims import DECLARATIONS
-    from adaptstudy.reporting.protocol import protocol
-
-    chapters = {c.name: c for c in load_chapters()}
-    owner = [name for name, file in DECLARATIONS.items() if file.resolve() == path and name in chapters]
-    return protocol(chapters[owner[0]]) if owner else None
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

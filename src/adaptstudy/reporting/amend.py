@@ -1,0 +1,64 @@
+"""`python -m adaptstudy.reporting.amend PATH --reason ... --results-dir DIR [--against REV]`: record as amendments
+the changes made to a chapter's declaration file since git revision REV (default HEAD) and to its protocol since its
+ledger last wrote it down (`reporting.protocol`), and declare the claims written without a ledger. Every entry is
+dated when it is written."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from adaptstudy.reporting.chapters import load_chapters
+from adaptstudy.reporting.claims import DECLARATIONS
+from adaptstudy.reporting.declarations import Chapter, amend
+from adaptstudy.reporting.protocol import protocol
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m adaptstudy.reporting.amend", description=__doc__)
+    parser.add_argument("path", help="a chapter's claims.yaml, edited")
+    parser.add_argument("--reason", required=True, help="why the claims changed (the ledger keeps it)")
+    parser.add_argument("--results-dir", required=True, help="the chapter's records: how many existed is recorded")
+    parser.add_argument("--against", default="HEAD", help="the git revision holding the file as it was")
+    args = parser.parse_args(argv)
+    path = Path(args.path).resolve()
+    try:
+        previous = Chapter.model_validate(yaml.safe_load(_as_committed(path, args.against)))
+        records = len(list(Path(args.results_dir).glob("*.json")))
+        names = amend(path, previous, args.reason, records, protocol=protocol_of(path))
+    except (subprocess.CalledProcessError, ValueError, ValidationError) as error:
+        detail = getattr(error, "stderr", "") or error
+        print(f"error: {str(detail).strip()}", file=sys.stderr)
+        return 2
+    print(f"amended, recorded or declared: {', '.join(names) or 'nothing changed'}")
+    return 0
+
+
+def _as_committed(path: Path, revision: str) -> str:
+    """The file's text at a git revision."""
+    top = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return subprocess.run(
+        ["git", "show", f"{revision}:{path.relative_to(top).as_posix()}"],
+        cwd=top,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def protocol_of(path: Path) -> dict[str, str] | None:
+    """The protocol fingerprints of the chapter whose declaration is at `path` (None for a file no chapter reads)."""
+    chapters = {c.name: c for c in load_chapters()}
+    owner = [name for name, file in DECLARATIONS.items() if file.resolve() == path.resolve() and name in chapters]
+    return protocol(chapters[owner[0]]) if owner else None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
