@@ -251,3 +251,24 @@ def test_a_backdated_amendment_is_caught_naming_its_claim_and_commit(tmp_path):
     assert misdated_entries(path) == []  # written now, not yet committed
     git("commit", "-qam", "amended, dated as written", when="2026-12-05T04:00:00+00:00")
     assert misdated_entries(path) == []
+
+
+def test_every_claim_of_closeness_declares_its_margin_with_a_reason():
+    """Closeness (within a margin, no worse than −m, at most +m) is decidable only against a declared margin: every
+    such claim gives the reason for its margin, and those whose source gives a figure hold it as `smallest_effect`."""
+    closeness = {key: CLAIMS.get(key).declared for key in CLAIMS.names() if CLAIMS.get(key).declared.closeness}
+    assert {"houlsby.parity", "houlsby.parity-64", "houlsby.size", "houlsby.init-stable"} <= set(closeness)
+    assert {"fusion.pfeiffer-on-par-houlsby", "peft.embeddings-near-optimal"} <= set(closeness) and len(closeness) == 14
+    assert all(len(d.margin_reason) > 40 for d in closeness.values())
+    figures = {key: d.smallest_effect for key, d in closeness.items() if d.smallest_effect is not None}
+    assert figures == {
+        "houlsby.parity": 0.4,
+        "houlsby.parity-64": 0.8,
+        "houlsby.size": 0.5,
+        "houlsby.ablation-one": 2.0,
+        "fusion.pfeiffer-on-par-houlsby": 0.27,
+    }
+    raw = yaml.safe_load(CHAPTER_FILES["houlsby"].read_text())
+    del raw["claims"]["parity"]["margin_reason"]
+    with pytest.raises(ValueError, match="is a claim of closeness"):
+        Chapter.model_validate(raw)

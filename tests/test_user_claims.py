@@ -125,6 +125,7 @@ def _mrpc_declaration(tmp_path, houlsby: dict, units=("mrpc",)) -> object:
                 "arms": ["houlsby-64", "full"],
                 "units": list(units),
                 "rule": {"kind": "above", "threshold": -1.0},
+                "margin_reason": "a loss beyond a point is more than Table 1's 0.8",
             }
         },
     }
@@ -224,3 +225,14 @@ def test_the_readme_worked_example_runs_on_the_committed_records_and_prints_what
     assert user_claims.main([str(path), "--results-dir", str(PROJECT_ROOT / "results" / "houlsby")]) == 0
     printed = capsys.readouterr().out
     assert printed.strip() == shown.strip()
+
+
+def test_a_claim_of_closeness_without_the_reason_for_its_margin_stops_naming_it(tmp_path):
+    """A margin is part of what a claim asserts: `within`, `above` a negative threshold and `below` a positive one
+    say why the margin is what it is, for a user's claims as for the chapters'."""
+    declared = _mrpc_declaration(tmp_path, {"method": "houlsby", "adapter_size": 64, "learning_rate": 1.0e-3})
+    assert declared.claims["mrpc-parity"].margin_reason
+    text = (tmp_path / "claims.yaml").read_text().replace("margin_reason:", "# margin_reason:")
+    (tmp_path / "claims.yaml").write_text(text)
+    with pytest.raises(ValueError, match="is a claim of closeness \\(rule above -1\\): give `margin_reason`"):
+        user_claims.load_user_declaration(tmp_path / "claims.yaml")

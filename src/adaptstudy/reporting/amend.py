@@ -28,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path = Path(args.path).resolve()
     try:
-        previous = Chapter.model_validate(yaml.safe_load(_as_committed(path, args.against)))
+        previous = Chapter.model_validate(
+            yaml.safe_load(_as_committed(path, args.against)), context={"as_it_was": True}
+        )
         records = len(list(Path(args.results_dir).glob("*.json")))
         names = amend(path, previous, args.reason, records, protocol=protocol_of(path))
     except (subprocess.CalledProcessError, ValueError, ValidationError) as error:

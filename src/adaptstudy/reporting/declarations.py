@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from adaptstudy.reporting.evidence import Rule
 
@@ -98,6 +98,13 @@ class Design(BaseModel):
         return Rule(self.rule.kind, self.rule.threshold)
 
     @property
+    def closeness(self) -> bool:
+        """Whether the rule tests closeness against a margin (within it; no worse than −m; at most +m) rather than a
+        direction (above or below zero)."""
+        kind, threshold = self.rule.kind, self.rule.threshold
+        return kind == "within" or (kind == "above" and threshold < 0) or (kind == "below" and threshold > 0)
+
+    @property
     def all_units(self) -> list[str]:
         """Every unit the effect is taken over, `versus_units` included."""
         return [*self.units, *self.versus_units]
@@ -146,12 +153,28 @@ class Entry(BaseModel):
         return self
 
 
+def margin_said(claim):
+    """The claim, checked: a claim of closeness (`Design.closeness`) gives `margin_reason`."""
+    if claim.closeness and not claim.margin_reason:
+        raise ValueError(
+            f"{claim.sentence!r} is a claim of closeness (rule {claim.rule.kind} {claim.rule.threshold:g}): give "
+            "`margin_reason`, why the margin is what it is (from its source, or why the source gives none)"
+        )
+    return claim
+
+
 class Declared(Design):
-    """A claim as its chapter declares it: the design and its ledger, and `paper` where its source is not the
-    chapter's (an attribution, not part of the design)."""
+    """A claim as its chapter declares it: the design and its ledger, `paper` where its source is not the chapter's
+    (an attribution, not part of the design), and `margin_reason`: for a claim of closeness (`Design.closeness`),
+    why its margin is what it is, from its source (prose beside the threshold, which the design holds)."""
 
     ledger: list[Entry] = Field(min_length=1)
     paper: str | None = None
+    margin_reason: str = ""
+
+    @model_validator(mode="after")
+    def _a_margin_says_why(self, info: ValidationInfo):
+        return self if (info.context or {}).get("as_it_was") else margin_said(self)  # a file before the rule
 
     @property
     def design(self) -> Design:
@@ -248,19 +271,27 @@ def load_declaration(path: str | os.PathLike) -> Chapter:
 
 
 def dump_declaration(chapter: Chapter) -> str:
-    """The YAML text of a declaration, fields in their declared order."""
+    """The YAML text of a declaration, fields in their declared order (a margin's reason beside its rule)."""
     data = chapter.model_dump(mode="json", exclude_defaults=False)
     data["findings"] = [{k: v for k, v in f.items() if v} for f in data["findings"]]
     if not data["findings"]:
         del data["findings"]
-    for claim in data["claims"].values():
-        if claim["paper"] is None:
-            del claim["paper"]
-        for name in ADDED_FIELDS:
-            if not claim[name]:
-                del claim[name]
-        claim["ledger"] = [{k: v for k, v in e.items() if v or k not in ENTRY_ADDED} for e in claim["ledger"]]
+    data["claims"] = {name: _written(claim) for name, claim in data["claims"].items()}
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+
+
+def _written(claim: dict) -> dict:
+    """A claim as its file keeps it: fields left out where empty, `margin_reason` after `rule`."""
+    reason = claim.pop("margin_reason")
+    kept = {}
+    for key, value in claim.items():
+        if (key == "paper" and value is None) or (key in ADDED_FIELDS and not value):
+            continue
+        kept[key] = value
+        if key == "rule" and reason:
+            kept["margin_reason"] = reason
+    kept["ledger"] = [{k: v for k, v in e.items() if v or k not in ENTRY_ADDED} for e in kept["ledger"]]
+    return kept
 
 
 def amend(

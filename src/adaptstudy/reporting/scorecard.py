@@ -15,6 +15,7 @@ import pandas as pd
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.verdict_tables import rule_text
 from adaptstudy.runs.records import made_at, paid_seconds
 
 CHAPTERS = [c for c in load_chapters() if c.study]  # every chapter that judges runs, in the book's order
@@ -123,7 +124,7 @@ def scorecard(
                 "ours: effect [95% CI]": v.effects() if v else "–",
                 "rules out": v.rules_out() if v else "–",
                 "interval": v.interval_basis() if v else "–",
-                "rule": f"{claim.effect}: {claim.rule}",
+                "rule": rule_text(claim),
                 "rests on": "; ".join(filter(None, [f"not testable: {why}" if why else "", v.rests_on() if v else ""])),
                 "status": status(v, per_run["finished_at"]) if v else "–",
                 "on fresh seeds alone": _fresh((confirmed or {}).get(key)),

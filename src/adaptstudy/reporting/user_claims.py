@@ -21,12 +21,12 @@ from typing import Any
 
 import pandas as pd
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from adaptstudy.reporting.baselines import flag_runs
 from adaptstudy.reporting.claims import Claim, Verdict, arm, verdict_of
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.reporting.declarations import Declared, Design, Entry
+from adaptstudy.reporting.declarations import Declared, Design, Entry, margin_said
 from adaptstudy.reporting.evidence import contrast
 from adaptstudy.reporting.scorecard import status
 from adaptstudy.reporting.user_arms import arm_runs, checked_arms
@@ -35,6 +35,11 @@ from adaptstudy.reporting.verdict_tables import verdict_table
 
 class UserClaim(Design):
     ledger: list[Entry] = Field(default_factory=list)
+    margin_reason: str = ""  # a claim of closeness says why its margin is what it is (`Declared`)
+
+    @model_validator(mode="after")
+    def _a_margin_says_why(self):
+        return margin_said(self)
 
 
 class UserDeclaration(BaseModel):

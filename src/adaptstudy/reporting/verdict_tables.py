@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from adaptstudy.reporting.claims import Verdict
+from adaptstudy.reporting.claims import Claim, Verdict
 from adaptstudy.reporting.evidence import VERDICTS
 
 VERDICT_COLUMNS = [
@@ -43,7 +43,7 @@ def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
                 "detectable (80% power)": _detectable(v),
                 "interval": v.interval_basis(),
                 "seeds": min((j.seeds for j in v.judgements), default=0),
-                "rule": f"{v.claim.effect}: {v.claim.rule}",
+                "rule": rule_text(v.claim),
                 "verdict": v.verdict,
                 "why": "; ".join(filter(None, [v.reasons(), v.detail])) or "–",
                 "rests on": v.rests_on(),
@@ -52,10 +52,19 @@ def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
+def rule_text(claim: Claim) -> str:
+    """The effect and its rule, with the margin's reason where the claim is one of closeness."""
+    text = f"{claim.effect}: {claim.rule}"
+    return f"{text} (margin: {claim.declared.margin_reason})" if claim.declared.margin_reason else text
+
+
 def _detectable(v: Verdict) -> str:
-    """The smallest true effect the design detects with 80% power, in the effect's units ('2.5'), or '–'."""
-    value = v.detectable()
-    return "–" if np.isnan(value) else f"{value:.1f}"
+    """The smallest true effect the design detects with 80% power, in the effect's units ('2.5'), beside the
+    source's figure for the smallest effect that matters where it gives one; or '–'."""
+    value, source = v.detectable(), v.design.smallest_effect
+    if np.isnan(value):
+        return "–"
+    return f"{value:.1f}" + (f" (the source's figure: {source:g})" if source is not None else "")
 
 
 def detail_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
