@@ -4,7 +4,7 @@ Every variant trains its own copy of `minilm-l6` (full fine-tuning, AdamW, batch
 batches of real SST-2 or MRPC examples; steps of the variants are interleaved (batch 1 on every variant, then
 batch 2, ...), so a noisy neighbour slows all of them alike. Each variant adds one change to the one before:
 
-- `before`: the path before issue 22 (scaled-dot-product attention, torch's dropout, lengths rounded up to 16);
+- `before`: the path before the fast path (scaled-dot-product attention, torch's dropout, lengths rounded up to 16);
 - `+ fast dropout`: masks from numpy's SFC64 (`adaptstudy.models.fast_dropout`), eager attention to route the
   attention dropout through it;
 - `+ no length rounding`: pad to the batch's longest example only;

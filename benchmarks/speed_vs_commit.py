@@ -8,7 +8,7 @@ alternating the trees round by round (earlier, now; now, earlier; ...) so that t
 training runs in its own process with its tree's `src` first on the path, both under the same allocator (the
 sweep's), so only the code differs. Step times only (no dev metric): the same rows, shorter.
 
-    python benchmarks/speed_vs_commit.py --against 36ca6b2   # about 15 minutes on AVX512-BF16
+    python benchmarks/speed_vs_commit.py --against <commit>  # about 15 minutes on AVX512-BF16
     # writes benchmarks/results/speed_vs_commit-<kind>.json
 """
 

@@ -1,4 +1,4 @@
-"""Backfill what the report needs into records made before records kept it (issue 65): the labels of the splits a run
+"""Backfill what the report needs into records made before records kept it: the labels of the splits a run
 was scored on (`labels`), and what its method trains (`method_description`).
 
     ADAPTSTUDY_DATA=../shared/data python scripts/backfill_labels.py results [--check]

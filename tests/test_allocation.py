@@ -34,7 +34,7 @@ def test_every_claim_is_taken_in_order_of_cost_or_left_out_with_why(allocated):
     assert left["why"].str.len().gt(0).all()
     houlsby = left[left["claim"].str.startswith("houlsby.")]
     assert len(houlsby) == len([k for k in CLAIMS.names() if k.startswith("houlsby.")])
-    assert houlsby["why"].str.contains("issue 67").all()
+    assert houlsby["why"].str.contains("extended selection").all()
 
 
 def test_fresh_seeds_are_new_and_the_dsp_runs_evaluate_the_whole_split(allocated):
@@ -50,7 +50,7 @@ def test_fresh_seeds_are_new_and_the_dsp_runs_evaluate_the_whole_split(allocated
 
 
 def test_a_later_wave_takes_only_the_claims_it_names_and_leaves_out_the_slow_ones(committed_verdicts, data_dir):
-    """Issue 64: claims declared after the first plan, confirmed where a run costs under its limit."""
+    """A later wave: claims declared after the first plan, confirmed where a run costs under its limit."""
     wave = ["dsp.seqbn-vs-unipelt", "dsp.adapter-small-corpus"]
     root = PROJECT_ROOT / "results"
     table, taken = allocate(committed_verdicts[0], root, data_dir=str(data_dir), claims=wave, longest_run_s=300)
@@ -102,14 +102,14 @@ def test_each_chapter_states_its_confirmatory_claims_their_cost_and_what_landed(
         "no claim of this chapter has a verdict on fresh seeds alone yet"
         in confirmation_note("peft", tmp_path / "results", [], plan=plan).lower()
     )
-    wave = plan / "issue64"
+    wave = plan / "later-wave"
     wave.mkdir()
     (wave / "allocation.csv").write_text('claim,taken,CPU-hours,cumulative,why\npeft.d,yes,0.2,0.2,"1 cell"\n')
-    (wave / "rule.txt").write_text("the same rule, applied to issue 64 (peft.d)\n")
+    (wave / "rule.txt").write_text("the same rule, applied to a later wave (peft.d)\n")
     note = confirmation_note("peft", tmp_path / "results", plan=plan)
-    assert "(1 still to run), 0.5 CPU-hours paid (training and evaluation). **A later wave** (`issue64`)." in note
+    assert "(1 still to run), 0.5 CPU-hours paid (training and evaluation). **A later wave** (`later-wave`)." in note
     assert note.endswith(
-        "The rule: the same rule, applied to issue 64 (peft.d). It took 1 of this chapter's claims "
+        "The rule: the same rule, applied to a later wave (peft.d). It took 1 of this chapter's claims "
         "(peft.d), estimated at 0.2 CPU-hours."
     )
     judged = [SimpleNamespace(claim=SimpleNamespace(key=k), verdict="holds") for k in ("peft.a", "dsp.c")]

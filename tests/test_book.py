@@ -2,11 +2,14 @@
 the data mirror pointing at an empty folder."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from adaptstudy.common.development_refs import development_references
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,3 +40,15 @@ def test_make_book_builds_with_an_empty_data_folder(tmp_path):
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     assert (ROOT / "book" / "_build" / "html" / "index.html").is_file()
+    # the pages speak of the study: no issue number or commit hash in any page's text
+    pages = sorted((ROOT / "book" / "_build" / "html").rglob("*.html"))
+    git = ROOT if (ROOT / ".git").exists() else None
+    found = {p.name: refs for p in pages if (refs := development_references(_visible_text(p), git))}
+    assert len(pages) >= 7 and not found, found
+
+
+def _visible_text(page: Path) -> str:
+    """A built page's text as a reader sees it: scripts, styles and tags removed."""
+    html = page.read_text(encoding="utf-8")
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S | re.I)
+    return re.sub(r"<[^>]+>", " ", html)

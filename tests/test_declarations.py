@@ -1,5 +1,5 @@
 """Claims are declared data with a ledger: every declaration matches its ledger's fingerprint (a change without an
-amendment fails here), the ledger rebuilds each earlier design, and the amendments issue 63 named show both
+amendment fails here), the ledger rebuilds each earlier design, and the amendments an audit named show both
 verdicts."""
 
 import pytest
@@ -15,7 +15,7 @@ from adaptstudy.reporting.declarations import Chapter, Declared, amend, load_dec
 from adaptstudy.reporting.findings import findings_table
 from adaptstudy.reporting.houlsby import claims as houlsby_claims
 from adaptstudy.reporting.houlsby import tables as houlsby_tables
-from adaptstudy.reporting.houlsby.choices import issue_67_runs
+from adaptstudy.reporting.houlsby.choices import extended_selection_runs
 from adaptstudy.reporting.protocol import protocol
 
 DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))
@@ -89,23 +89,24 @@ def test_a_declaration_file_with_an_unknown_field_names_the_file(tmp_path):
     assert Chapter.model_validate(yaml.safe_load(DECLARATIONS[0].read_text()))
 
 
-def test_the_amendments_issue_63_named_show_the_verdict_under_each_design(committed_verdicts):
-    """1cda127 (fusion: drop the targets at chance), 048d854 (few-shot over the grid's cells), 4e3dc7e (Houlsby's
-    ablation blocked by RTE) are in the ledgers, and each verdict under the design before it is the one the audit
-    found."""
+def test_earlier_amendments_show_the_verdict_under_each_design(committed_verdicts):
+    """The amendments an audit named — fusion judged over the targets where both arms learned, few-shot over the
+    grid's cells, Houlsby's ablation blocked by RTE — are in the ledgers, and each verdict under the design before it
+    is the one the audit found."""
     verdicts = {v.claim.key: v for v in committed_verdicts[0]}
     history = {key: [verdict for _, verdict in v.history()] for key, v in verdicts.items()}
-    reasons = {key: [e.reason[:7] for e in v.claim.declared.amendments] for key, v in verdicts.items()}
-    assert "1cda127" in reasons["fusion.beats-st-a"] and history["fusion.beats-st-a"][0] == "not testable"
-    assert "048d854" in reasons["hyperformer.few-shot"]
-    before_grid = reasons["hyperformer.few-shot"].index("048d854")  # the paper's 10 cells, 3 never run
-    assert history["hyperformer.few-shot"][before_grid] == "not testable"
-    # Houlsby's ablations on the records the audit judged: issue 67's stage 1 (from 2026-12-04) has since moved size
-    # 64's choice to 20 epochs, whose reported seeds stage 2 runs, and the ablation follows size 64's chosen runs
+    reasons = {key: [e.reason[:40] for e in v.claim.declared.amendments] for key, v in verdicts.items()}
+    assert "Judged over the targets where both arms " in reasons["fusion.beats-st-a"]
+    assert history["fusion.beats-st-a"][0] == "not testable"
+    before_grid = reasons["hyperformer.few-shot"].index("Judged over the grid's 7 (task, k) cells")
+    assert history["hyperformer.few-shot"][before_grid] == "not testable"  # the paper's 10 cells, 3 never run
+    # Houlsby's ablations on the records the audit judged: the extended selection's stage 1 (from 2026-12-04) has since
+    # moved size 64's choice to 20 epochs, whose reported seeds stage 2 runs, and the ablation follows size 64's chosen
+    # runs
     runs = houlsby_tables.label_runs(load_runs(PROJECT_ROOT / "results" / "houlsby"))
-    audited = {v.claim.key: v for v in houlsby_claims.verdicts(runs[~issue_67_runs(runs)])}
+    audited = {v.claim.key: v for v in houlsby_claims.verdicts(runs[~extended_selection_runs(runs)])}
     for key in ("houlsby.ablation-one", "houlsby.ablation-all", "houlsby.ablation-lower"):
-        assert "4e3dc7e" in reasons[key]
+        assert "A layer ablation whose reported runs inc" in reasons[key]
         assert [verdict for _, verdict in audited[key].history()][:2] == ["does not hold", "not testable"], key
     # every claim amended on 2026-12-03 (the one regime) keeps its earlier verdicts beside the current one
     changes = {key: [e for e in v.claim.declared.ledger if e.event != "recorded"] for key, v in verdicts.items()}

@@ -188,7 +188,7 @@ def test_the_approximated_avx2_run_shows_no_bf16_utilization_though_its_cpu_has_
 
 def test_an_avx512_run_whose_bf16_is_slower_trains_in_fp32_and_answers_to_the_fp32_targets():
     """A Xeon VM with the AVX512-BF16 flag ran bf16 matmuls at half its fp32 speed: `precision: auto` chose fp32, so
-    its run is a kind of its own, judged by issue 22's fp32 targets, and the bf16 peak (below our fp32 rate) is
+    its run is a kind of its own, judged by the AVX2 kind's fp32 targets, and the bf16 peak (below our fp32 rate) is
     no limit to show utilization of."""
     run = json.loads((RESULTS / "throughput-avx512-fp32.json").read_text())
     assert machine_kind(run) == "avx512-fp32" and run["precision"]["ours"] == "fp32"

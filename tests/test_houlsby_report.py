@@ -398,9 +398,9 @@ def test_the_planner_refuses_until_every_stage_1_cell_has_an_ok_record(tmp_path,
 
 
 def test_stage_1_chooses_the_epochs_with_the_rate_and_stage_2_carries_each_arms_choice(tmp_path, fake_record):
-    """Issue 67: adapters tried at 3 and 20 epochs; the selection split picks rate and epochs together (an exact tie:
-    the larger rate, then fewer epochs), the edge is read among the rates at the chosen epochs, stage 2 trains each
-    arm at its own, and the tables report only the runs at the chosen rate and epochs."""
+    """The extended selection: adapters tried at 3 and 20 epochs; the selection split picks rate and epochs together
+    (an exact tie: the larger rate, then fewer epochs), the edge is read among the rates at the chosen epochs, stage 2
+    trains each arm at its own, and the tables report only the runs at the chosen rate and epochs."""
     stage1 = tmp_path / "stage1"
 
     def run(method, lr, score, seed=0, epochs=3, task="cola", **settings):
@@ -434,7 +434,8 @@ def test_stage_1_chooses_the_epochs_with_the_rate_and_stage_2_carries_each_arms_
 
 
 def test_a_parity_arms_edge_choice_extends_its_rates_one_step_until_interior_or_at_its_limit(tmp_path, fake_record):
-    """Issue 67: full fine-tuning best at the largest rate gets one step beyond (1e-4), at its chosen epochs;
+    """The extended selection: full fine-tuning best at the largest rate gets one step beyond (1e-4), at its chosen
+    epochs;
     size 64, interior, gets nothing; full fine-tuning best at the largest rate its limit allows is named instead;
     layer norm only, not a parity arm, is not extended and is named as a lower bound. Once the extension's record is
     in and the choice is interior, nothing is left to extend."""
@@ -470,10 +471,10 @@ def test_a_parity_arms_edge_choice_extends_its_rates_one_step_until_interior_or_
 
 
 def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_budget(tmp_path, fake_record):
-    """Issue 67's budget rule: full, size 64 and the task's best size (best over every run of each size) choose
-    rate and epochs; size 256, not the best, chooses among its 3-epoch runs, though its 20-epoch run scored higher;
-    the ablations train at size 64's 3-epoch choice. The planner states the cost of what is left and refuses a grid
-    that would break the budget."""
+    """The extended selection's budget rule: full, size 64 and the task's best size (best over every run of each
+    size) choose rate and epochs; size 256, not the best, chooses among its 3-epoch runs, though its 20-epoch run
+    scored higher; the ablations train at size 64's 3-epoch choice. The planner states the cost of what is left and
+    refuses a grid that would break the budget."""
     stage1 = tmp_path / "stage1"
 
     def run(lr, score, size=None, epochs=3, seed=0, task="cola", seconds=60.0, finished="2026-12-04", **settings):
@@ -523,7 +524,7 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
         if "adapter_init_std" not in b and "adapter_variant" not in b
         for m, s in b["method"].items()
     }
-    assert seeds[("cola", "full", None)] == [1, 2, 3, 4, 5]  # its choice stands (made before issue 67)
+    assert seeds[("cola", "full", None)] == [1, 2, 3, 4, 5]  # its choice stands (made before the extended selection)
     assert seeds[("cola", "houlsby", 64)] == hp.MOVED_SEEDS == [1, 2, 3]  # moved to 20 epochs: the budget's cut
     ablations = [b for b in grid["axes"] if "adapter_init_std" in b or "adapter_variant" in b]
     assert {
@@ -533,9 +534,9 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
     spent, todo_h, todo = hp.budget(runs, grid)
     assert spent == pytest.approx(2 * 6 * 400 / 3600)  # the 20-epoch stage-1 runs, made from BUDGET_FROM on
     assert ht.budget_note(runs).startswith(
-        "Issue 67 (epochs chosen with the rate, edge rates extended) has paid 1.3 CPU-hours in 12 runs made from "
-        "2026-12-04 on: 1.3 in 12 selection runs (stage 1's 20-epoch runs and the edge extensions) and 0.0 in 0 "
-        "reported runs (stage 2), against its budget of 12 (10.7 h of it left)."
+        "The extended selection (epochs chosen with the rate, edge rates extended) has paid 1.3 CPU-hours in 12 runs "
+        "made from 2026-12-04 on: 1.3 in 12 selection runs (stage 1's 20-epoch runs and the edge extensions) and 0.0 "
+        "in 0 reported runs (stage 2), against its budget of 12 (10.7 h of it left)."
     )
     ablation_runs = 3 * (len(hp.INIT_STDS) + len(hp.VARIANTS))
     assert todo == 2 * (5 + 3 + 3 + 3 + ablation_runs)  # no stage-2 run has a record yet
@@ -554,7 +555,7 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
     assert "and 12.1 in 7 reported runs (stage 2), against its budget of 12 (1.4 h over it)." in ht.budget_note(landed)
 
     run(1e-2, 1.0, 8, 20, seconds=hp.BUDGET_H * 3600)  # an extension that spent the whole budget
-    with pytest.raises(ValueError, match="breaks issue 67's budget"):
+    with pytest.raises(ValueError, match="breaks the extended selection's budget"):
         hp.report_grid(ht.label_runs(load_runs(stage1)))
 
 

@@ -119,7 +119,7 @@ def test_a_new_task_embedding_can_be_added_for_few_shot_transfer():
 
 
 def test_the_search_knobs_set_the_hypernetworks_init_and_their_own_learning_rate(tmp_path):
-    """CoLA stayed at Matthews 0 for every rate of both hypernetwork methods: the search (issue 25) varies the
+    """CoLA stayed at Matthews 0 for every rate of both hypernetwork methods: the search varies the
     hypernetworks' initial scale and gives them a rate apart from the heads'. Both leave earlier runs' ids alone."""
     plain = MultiTaskConfig(tasks=TASKS, method="hyperformer++", learning_rate=1e-4)
     config = plain.model_copy(update={"hypernetwork_init_std": 1e-2, "hypernetwork_learning_rate": 1e-3})

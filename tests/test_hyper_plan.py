@@ -1,4 +1,4 @@
-"""The Hyperformer half's generated stages (issue 25): stage 1 from the search's pick, stage 2 from stage 1's choices,
+"""The Hyperformer half's generated stages: stage 1 from the search's pick, stage 2 from stage 1's choices,
 expanded by the sweep as it would run them."""
 
 import pandas as pd

@@ -57,26 +57,39 @@ def test_an_edited_grid_fails_the_ledger_naming_the_part(tmp_path, part, grid, o
 @pytest.mark.parametrize(
     "target, old, new, part",
     [
-        (
-            choices,
-            '["choice score"].idxmax()',
-            '["choice score"][::-1].idxmax()',
-            "selection and tie rules (houlsby/choices.py)",
-        ),
-        (houlsby_claims, '["plain"]', '["task"].notna()', "arms and units (the chapter's verdicts and labels)"),
+        (choices, '["choice score"].idxmax()', '["choice score"][::-1].idxmax()', "selection and tie rules"),
+        (houlsby_claims._variant_units, 'runs[runs["plain"]]', "runs", "arms and units"),
     ],
     ids=["tie rule", "arm filter"],
 )
 def test_edited_code_fails_the_ledger_naming_the_part(monkeypatch, target, old, new, part):
     """The code as an edited copy of the module would read: the fingerprint follows the syntax, not the file."""
+    _edit_source(monkeypatch, target, old, new)
+    why = _houlsby_parity_unamended(CHAPTERS.get("houlsby"))
+    assert why.startswith("its protocol changed without an amendment") and part in why
+
+
+def test_an_arm_filter_in_a_helper_module_is_part_of_its_chapter_s_protocol(monkeypatch):
+    """The code that builds a chapter's arms counts wherever it lives: fusion's attention claims build their units in
+    `attention.py`, which the verdicts reach through `tables.py`."""
+    from adaptstudy.reporting.across.fusion import attention
+
+    fusion = CHAPTERS.get("fusion")
+    before = protocol(fusion)["arms and units (the chapter's verdicts and labels)"]
+    _edit_source(monkeypatch, attention._own_weight, "def _own_weight(", "def _own_weight(  ")
+    assert protocol(fusion)["arms and units (the chapter's verdicts and labels)"] == before  # layout is no change
+    _edit_source(monkeypatch, attention._own_weight, "100 * w[task]", "99 * w[task]")
+    assert protocol(fusion)["arms and units (the chapter's verdicts and labels)"] != before
+
+
+def _edit_source(monkeypatch, target, old: str, new: str) -> None:
+    """Make `inspect.getsource` read `target` as if `old` were replaced by `new` in its file."""
     source = inspect.getsource(target)
-    assert old in source, (target.__name__, old)
+    assert old in source, (getattr(target, "__name__", target), old)
     real = inspect.getsource
     monkeypatch.setattr(
         protocol_module.inspect, "getsource", lambda o: source.replace(old, new, 1) if o is target else real(o)
     )
-    why = _houlsby_parity_unamended(CHAPTERS.get("houlsby"))
-    assert why.startswith("its protocol changed without an amendment") and part in why
 
 
 def test_a_docstring_or_comment_is_no_change(monkeypatch):
@@ -120,7 +133,8 @@ def test_the_scorecard_shows_top_k_s_verdict_under_the_earlier_selection_rule(co
     assert "amended 2026-12-03: inconclusive, +2.4 [-0.6, +5.4], on the 238 records then" in shown
     assert shown.endswith(f"amended 2026-12-05: {top_k.verdict}") and top_k.verdict == "holds"
     table = amendments([top_k])
-    selection = table[table["was"].str.contains("protocol: selection and tie rules")]
-    assert len(selection) == 1 and "inconclusive, +2.4" in selection["claims"].iloc[0]
+    selection = table[table["claims"].str.contains("inconclusive, +2.4", regex=False)]
+    assert len(selection) == 2  # the regime amendment's after, the selection amendment's before
+    assert "protocol: selection and tie rules" in selection["was"].iloc[1]
     regime = table[table["date"].str.startswith("2026-12-03")]
     assert "→ inconclusive, +2.4" in regime["claims"].iloc[0]

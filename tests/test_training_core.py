@@ -370,7 +370,7 @@ def test_a_prerequisite_whose_artifact_is_gone_trains_again_and_keeps_its_record
     assert not runner.same_metrics({"a": 83.8}, {"a": 83.9}) and not runner.same_metrics({"a": 1.0}, {"b": 1.0})
 
 
-# The invariants of issue 19: one training core, small modules.
+# The invariants: one training core, small modules.
 
 
 def test_trainer_train_is_called_from_the_training_core_alone():

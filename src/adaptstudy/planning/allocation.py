@@ -1,11 +1,11 @@
 """Which exploratory claims the confirmatory runs confirm, chosen by a rule written before they run.
 
-The rule (issue 63), applied to the committed records:
+The rule, applied to the committed records:
 
 1. Candidates: every claim whose verdict is exploratory (a run it rests on predates its design) and could be
    confirmed by fresh seeds of the cells it rests on; a claim that is not testable for a reason seeds do not fix
    ("not run"), and the Houlsby chapter's claims (whose confirmatory runs are the stage 2 of its new selection,
-   issue 67), are left out, each with its reason.
+   the extended selection), are left out, each with its reason.
 2. Cost: a claim rests on cells (a run's settings but its seed). A cell's fresh run costs the median seconds its
    reported runs paid (training and evaluation, prerequisites trained again included); it gets 5 fresh seeds where
    that median is under 2 minutes, else 3. The prerequisites its runs need and a fresh machine lacks (a pretraining
@@ -18,7 +18,7 @@ The fresh seeds follow the highest seed each study used; the DSP chapter's fresh
 split's size.
 
 A later wave (`--claims`, `--longest-run-min`) applies the same rule to the claims it names, leaving out any whose
-runs take longer than it allows (issue 64: claims declared after the first plan, confirmed where a run costs under 5
+runs take longer than it allows (claims declared after the first plan, confirmed where a run costs under 5
 minutes); it writes its plan to a folder of its own under params/cpu/confirm/, with its rule beside it.
 """
 
@@ -43,7 +43,7 @@ from adaptstudy.runs.records import read_records
 from adaptstudy.training.runner import prerequisites
 
 SHORT_RUN_S = 120.0  # a run under 2 minutes gets 5 fresh seeds, else 3
-ELSEWHERE = {"houlsby": "confirmed by the stage 2 of the chapter's new selection (issue 67), not here"}
+ELSEWHERE = {"houlsby": "confirmed by the stage 2 of the chapter's new selection (the extended selection), not here"}
 WHOLE_SPLIT = {"dsp"}  # chapters whose fresh runs evaluate the whole split, not the capped 500
 PER_RUN = ("seed", "results_dir", "data_dir")
 
@@ -269,7 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", help="a folder for the generated sweep files")
     parser.add_argument("--claims", nargs="+", help="a later wave: only these claims (keys such as dsp.tapt)")
     parser.add_argument("--longest-run-min", type=float, help="a later wave: leave out claims whose runs take longer")
-    parser.add_argument("--why", default="issue 63", help="what the wave is for, in the sweep files' header")
+    parser.add_argument(
+        "--why", default="the confirmation plan", help="what the wave is for, in the sweep files' header"
+    )
     args = parser.parse_args(argv)
     verdicts, _ = chapter_verdicts(chapter_runs(args.root))
     longest = args.longest_run_min * 60 if args.longest_run_min else None

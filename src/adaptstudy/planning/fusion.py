@@ -158,7 +158,7 @@ def choices_comment(runs: pd.DataFrame) -> str:
 
 
 HEADER = (
-    "# AdapterFusion under the protocol (issue 25), stage 2: seeds 1-3 of every column at the rates stage 1\n"
+    "# AdapterFusion under the protocol, stage 2: seeds 1-3 of every column at the rates stage 1\n"
     "# (fusion_select.yaml, seed 0) chose on the selection split. Generated; do not edit:\n"
     "#   python -m adaptstudy.planning.fusion > params/cpu/fusion_report.yaml\n"
     "# Sources (selection-split score) and choices:\n"

@@ -8,15 +8,15 @@ selection split. This module turns its records into the stage-2 grid with the ch
 
 - Table 1: full fine-tuning and size-64 adapters, seeds 1-5 (size 64 also evaluates the layer ablation, which
   removes adapters from the trained model and so costs no training); sizes 8 and 256, seeds 1-3 (one of 8/64/256
-  is the task's best size, so it has at least 3). A choice issue 67 moved (20 epochs, or an extended rate) reports
-  seeds 1-3 (`choices.MOVED_SEEDS`, the budget's cut); a choice that stands keeps its records.
+  is the task's best size, so it has at least 3). A choice the extended selection moved (20 epochs, or an extended
+  rate) reports seeds 1-3 (`choices.MOVED_SEEDS`, the budget's cut); a choice that stands keeps its records.
 - Trade-off: top-k fine-tuning and layer-norm-only, each at its own chosen rate, seeds 1-3, where stage 1 ran them.
 - Initialisation scale and architecture variants: size 64 at its 3-epoch choice, seeds 1-3, on `ABLATION_TASKS`.
 
 Every run keeps its task's stage-1 settings (data cap, batch, selection split), and the epochs its arm chose where
-its task's stage 1 tried several (adapters: 3 or 20 for the parity arms, issue 67; `reporting.houlsby.choices`).
-The header states the cost against issue 67's budget (`BUDGET_H`, from `BUDGET_FROM`), and the planner refuses a
-grid that would exceed it.
+its task's stage 1 tried several (adapters: 3 or 20 for the parity arms, the extended selection;
+`reporting.houlsby.choices`). The header states the cost against the extended selection's budget (`BUDGET_H`, from
+`BUDGET_FROM`), and the planner refuses a grid that would exceed it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from adaptstudy.reporting.houlsby.choices import (
     SIZES,
     ablation_choices,
     chosen_learning_rates,
-    issue_67_runs,
+    extended_selection_runs,
     limits_hit,
     moved_choices,
     order_of,
@@ -124,20 +124,20 @@ def report_grid(runs: pd.DataFrame, study: str = "houlsby") -> dict:
     spent, todo_h, todo = budget(runs, grid)
     if spent + todo_h > BUDGET_H:
         raise ValueError(
-            f"the grid breaks issue 67's budget: {spent:.1f} h spent since {BUDGET_FROM} and {todo} cells without a "
-            f"record at about {todo_h:.1f} h, against {BUDGET_H:g} h; cut in the reverse of the issue's order "
-            "(ablations, then top-k and layer norm, then the parity arms) and state the cut"
+            f"the grid breaks the extended selection's budget: {spent:.1f} h spent since {BUDGET_FROM} and {todo} "
+            f"cells without a record at about {todo_h:.1f} h, against {BUDGET_H:g} h; cut in the reverse of the plan's "
+            "order (ablations, then top-k and layer norm, then the parity arms) and state the cut"
         )
     return grid
 
 
 def budget(runs: pd.DataFrame, grid: dict) -> tuple[float, float, int]:
-    """(hours issue 67's selection runs have paid, hours the grid's cells will take that no selection run or record
-    from before issue 67 covers, how many): each cell at the mean seconds (training and evaluation) of stage 1's runs
-    of its task, arm and epochs. Stage 2's cells count at that estimate even once their records land, so the
+    """(hours the extended selection's selection runs have paid, hours the grid's cells will take that no selection
+    run or record from before it covers, how many): each cell at the mean seconds (training and evaluation) of stage
+    1's runs of its task, arm and epochs. Stage 2's cells count at that estimate even once their records land, so the
     planner's verdict on a grid does not change while it runs; the chapter's budget note gives what they paid."""
     paid = paid_seconds(runs, "train_runtime_s", False) + paid_seconds(runs, "eval_runtime_s", False)
-    mine = issue_67_runs(runs)
+    mine = extended_selection_runs(runs)
     stage_2 = mine & (runs["seed"] != SELECTION_SEED)
     done = set(runs.loc[~stage_2, "run_id"])
     todo = [c for c in (validate(FinetuneConfig, v) for v in expand(Grid(**grid))) if c.run_id not in done]
@@ -155,7 +155,8 @@ def _label(config: FinetuneConfig) -> str:
 
 
 def extension_grid(runs: pd.DataFrame, study: str = "houlsby") -> dict | None:
-    """Stage 1's next edge extensions (issue 67), or None when every parity arm's choice is interior or at its limit:
+    """Stage 1's next edge extensions (the extended selection), or None when every parity arm's choice is interior or
+    at its limit:
     for each parity arm (full, size 64, the task's best size) whose chosen rate is the largest or smallest tried at its
     chosen epochs, one rate a step beyond it (`RATE_STEPS`), at those epochs, seed 0, on the selection split, in
     `EXTEND_ORDER`. The other arms' edge choices stay where they are (the budget goes to the parity arms first;
@@ -192,13 +193,13 @@ def choices_comment(runs: pd.DataFrame) -> str:
 
 
 def choices_and_budget(runs: pd.DataFrame) -> str:
-    """`choices_comment`, then the stage-2 grid's cost against issue 67's budget, as YAML comment lines."""
+    """`choices_comment`, then the stage-2 grid's cost against the extended selection's budget, as YAML comments."""
     return choices_comment(runs) + _budget_comment(*budget(runs, report_grid(runs)))
 
 
 def _budget_comment(spent: float, todo_h: float, todo: int) -> str:
     return (
-        f"# Budget (issue 67): {BUDGET_H:g} CPU-hours from {BUDGET_FROM}; its selection runs paid {spent:.1f} h; "
+        f"# Budget: {BUDGET_H:g} CPU-hours from {BUDGET_FROM}; its selection runs paid {spent:.1f} h; "
         f"the {todo} cells below\n#   that it adds about {todo_h:.1f} h (stage 1's mean seconds per run of the same "
         f"task, arm and epochs): {spent + todo_h:.1f} h in all.\n"
     )
@@ -214,7 +215,7 @@ def _task_settings(runs: pd.DataFrame) -> dict[str, dict]:
 
 
 HEADER = (
-    "# Houlsby et al. 2019 on the whole training sets (issue 23), stage 2: the reported seeds at the rates\n"
+    "# Houlsby et al. 2019 on the whole training sets, stage 2: the reported seeds at the rates\n"
     "# stage 1 (houlsby_select.yaml, seed 0) chose on the selection split. Generated; do not edit:\n"
     "#   python -m adaptstudy.planning.houlsby > params/cpu/houlsby_report.yaml\n"
     "# Choices (selection-split score per rate):\n"
@@ -223,9 +224,10 @@ HEADER = (
 
 EXTEND_GRID = "params/cpu/houlsby_extend.yaml"
 EXTEND_HEADER = (
-    "# Houlsby et al. 2019 (issue 67), stage 1's edge extensions: for every parity arm's choice (full, size 64, the\n"
-    "# task's best size) at an end of its rates, one rate a step beyond, at the chosen epochs, seed 0, on the\n"
-    "# selection split; the other arms' edge choices are not extended (the budget goes to the parity arms first).\n"
+    "# Houlsby et al. 2019, the extended selection's stage 1 edge extensions: for every parity arm's choice\n"
+    "# (full, size 64, the task's best size) at an end of its rates, one rate a step beyond, at the chosen epochs,\n"
+    "# seed 0, on the selection split; the other arms' edge choices are not extended (the budget goes to the parity\n"
+    "# arms first).\n"
     "# Generated; do not edit: after each sweep of it, rerun\n"
     "#   python -m adaptstudy.planning.houlsby --extend > /tmp/extend.yaml && mv /tmp/extend.yaml "
     f"{EXTEND_GRID}\n"
@@ -260,8 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         spent, todo_h, todo = budget(runs, grid)
         if spent + todo_h > BUDGET_H:
             print(
-                f"error: the extensions break issue 67's budget: {spent:.1f} h spent and {todo} cells at about "
-                f"{todo_h:.1f} h, against {BUDGET_H:g} h; stop extending and say which choices stay on the edge",
+                f"error: the extensions break the extended selection's budget: {spent:.1f} h spent and {todo} cells at "
+                f"about {todo_h:.1f} h, against {BUDGET_H:g} h; stop extending and say which choices stay on the edge",
                 file=sys.stderr,
             )
             return 2

@@ -1,4 +1,4 @@
-"""Stages 1 and 2 of the Hyperformer half under the protocol (issue 25), each generated from the records before it:
+"""Stages 1 and 2 of the Hyperformer half under the protocol, each generated from the records before it:
 
     python -m adaptstudy.planning.hyperformer select > params/cpu/hyperformer_select.yaml
     python -m adaptstudy.planning.hyperformer report > params/cpu/hyperformer_report.yaml
@@ -178,10 +178,10 @@ def report_comment(runs: pd.DataFrame) -> str:
 
 
 HEADERS = {
-    "select": "# Hyperformer under the protocol (issue 25), stage 1: the rates of the hypernetwork methods and their\n"
+    "select": "# Hyperformer under the protocol, stage 1: the rates of the hypernetwork methods and their\n"
     "# ablations on seed 0, with the recipe the search (hyperformer_search.yaml) picked. Generated; do not edit:\n"
     "#   python -m adaptstudy.planning.hyperformer select > params/cpu/hyperformer_select.yaml\n",
-    "report": "# Hyperformer under the protocol (issue 25), stage 2: seeds 1-3 at the rates stage 1\n"
+    "report": "# Hyperformer under the protocol, stage 2: seeds 1-3 at the rates stage 1\n"
     "# (hyperformer_select.yaml, seed 0) chose on validation: the best mean among the rates that learned the most\n"
     "# tasks (above the constant prediction by more than noise). Generated; do not edit:\n"
     "#   python -m adaptstudy.planning.hyperformer report > params/cpu/hyperformer_report.yaml\n"

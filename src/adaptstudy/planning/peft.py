@@ -114,7 +114,7 @@ def choices_comment(runs: pd.DataFrame) -> str:
 
 
 HEADER = (
-    "# Which method, on IMDb (issue 24), stage 2: the reported seeds at the rates stage 1\n"
+    "# Which method, on IMDb, stage 2: the reported seeds at the rates stage 1\n"
     "# (peft_imdb_select.yaml, seed 0) chose on the selection split. Generated; do not edit:\n"
     "#   python -m adaptstudy.planning.peft > params/cpu/peft_imdb_report.yaml\n"
     "# Choices (selection-split accuracy per rate):\n"

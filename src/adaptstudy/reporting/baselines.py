@@ -91,7 +91,7 @@ def task_of(record: dict, task: str | None = None):
 
 
 class MissingLabelsError(ValueError):
-    """A record made before records kept their labels (issue 65): backfill it."""
+    """A record made before records kept their labels : backfill it."""
 
 
 def stored_labels(record: dict, key: str) -> np.ndarray:
@@ -101,7 +101,7 @@ def stored_labels(record: dict, key: str) -> np.ndarray:
     if kept is None:
         raise MissingLabelsError(
             f"record {record.get('run_id')} keeps no labels for {key!r} (it has {sorted(record.get('labels', {}))}): "
-            "records made before issue 65 gain them from `python scripts/backfill_labels.py results`"
+            "records made before labels were kept gain them from `python scripts/backfill_labels.py results`"
         )
     return decode(kept)
 

@@ -56,7 +56,7 @@ def _wave(chapter: str, root: str | Path, plan: Path, first: bool) -> list[str]:
         return []
     taken, left = mine[mine["taken"] == "yes"], mine[mine["taken"] != "yes"]
     if first:
-        parts = [f"**Confirmatory runs** (fresh reported seeds, issue 63). The rule: {RULE}."]
+        parts = [f"**Confirmatory runs** (fresh reported seeds). The rule: {RULE}."]
     else:
         rule = (plan / RULE_FILE).read_text(encoding="utf-8").strip()
         parts = [f"**A later wave** (`{plan.name}`). The rule: {rule}."]

@@ -11,9 +11,10 @@ import ast
 import hashlib
 import inspect
 import json
+import sys
 import textwrap
 from collections.abc import Iterable
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 import yaml
@@ -49,13 +50,77 @@ def shared_parts() -> dict[str, tuple]:
 def parts(chapter) -> dict[str, tuple]:
     """Every part of a chapter's claims' protocol: the shared ones, its own (`Chapter.protocol`: grids, selection
     and tie rules), and the code that labels its runs and builds its arms and units."""
-    built = {
-        "arms and units (the chapter's verdicts and labels)": (
-            inspect.getmodule(chapter.verdicts),
-            chapter.label_runs,
-        )
-    }
+    built = {"arms and units (the chapter's verdicts and labels)": used_code(chapter.verdicts, chapter.label_runs)}
     return {**shared_parts(), **{name: tuple(objects) for name, objects in chapter.protocol.items()}, **built}
+
+
+SHARED_MODULES = ("evidence", "claims", "shared_examples", "declarations", "resampling")  # their own parts
+
+
+def used_code(*roots) -> tuple:
+    """The functions and classes the roots call, followed through every module of the report (`adaptstudy.reporting`)
+    but the shared parts' own, with the plain constants they read: the code that builds a chapter's arms and units,
+    wherever it lives (a helper module's arm filter counts as much as the verdicts' module)."""
+    shared = {f"adaptstudy.reporting.{m}" for m in SHARED_MODULES}
+    found: dict[str, object] = {}
+    stack = list(roots)
+    while stack:
+        obj = stack.pop()
+        obj = obj.func if isinstance(obj, cached_property) else obj
+        name = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
+        home = getattr(sys.modules.get(getattr(obj, "__module__", "")), "__file__", None)
+        generated = inspect.isfunction(obj) and obj.__code__.co_filename != home  # a dataclass's __init__, __repr__
+        if name in found or not name.startswith("adaptstudy.reporting.") or obj.__module__ in shared or generated:
+            continue
+        found[name] = obj
+        if inspect.isclass(obj):
+            stack += [v for v in vars(obj).values() if inspect.isfunction(v) or isinstance(v, cached_property)]
+            continue
+        for referenced, value in _referenced(obj):
+            if inspect.isfunction(value) or inspect.isclass(value):
+                stack.append(value)
+            elif (statement := _assignment(sys.modules[obj.__module__], referenced)) is not None:
+                found[f"{obj.__module__}.{referenced}"] = statement
+    return tuple(found[k] for k in sorted(found))
+
+
+def _assignment(module, name: str) -> Statement | None:
+    """The statement that binds a module-level name, as written (a constant a rule reads: its value as the code
+    states it, not as a run may have filled it), or None where the module binds none (an imported name)."""
+    if "." in name:  # an attribute of a report module: look in that module
+        owner, name = name.rsplit(".", 1)
+        module = sys.modules.get(owner, module)
+    for node in _tree(module).body:
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return Statement(ast.dump(node))
+    return None
+
+
+class Statement(str):
+    """A module-level statement's syntax tree, dumped: a constant as the code states it."""
+
+
+@cache
+def _tree(module) -> ast.Module:
+    return ast.parse(inspect.getsource(module))
+
+
+def _referenced(function) -> list[tuple[str, object]]:
+    """(name, object) of every global a function's code (nested code included) reads, and of every attribute it
+    reads from a module of the report it imported."""
+    names, codes = set(), [function.__code__]
+    while codes:
+        code = codes.pop()
+        names |= set(code.co_names)
+        codes += [c for c in code.co_consts if inspect.iscode(c)]
+    scope = {**function.__globals__, **(inspect.getclosurevars(function).nonlocals)}
+    found = [(n, scope[n]) for n in names if n in scope]
+    modules = [v for _, v in found if inspect.ismodule(v) and v.__name__.startswith("adaptstudy.reporting.")]
+    found += [(f"{m.__name__}.{n}", getattr(m, n)) for m in modules for n in names if hasattr(m, n)]
+    return sorted(found, key=lambda item: item[0])
 
 
 def protocol(chapter) -> dict[str, str]:
@@ -82,9 +147,22 @@ def _canonical(obj) -> str:
         return json.dumps(yaml.safe_load(obj.read_text(encoding="utf-8")), sort_keys=True, default=str)
     if isinstance(obj, cached_property):
         obj = obj.func
+    if isinstance(obj, Statement):
+        return obj
     if inspect.ismodule(obj) or inspect.isclass(obj) or inspect.isfunction(obj):
         return ast.dump(_without_docstrings(ast.parse(textwrap.dedent(inspect.getsource(obj)))))
-    return json.dumps(obj, sort_keys=True, default=repr)
+    return json.dumps(_jsonable(obj), sort_keys=True)
+
+
+def _jsonable(value):
+    """Plain data in one order whatever the process (a set's order follows the string hash seed)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted((_jsonable(v) for v in value), key=repr)
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {repr(k): _jsonable(v) for k, v in value.items()}
+    return value if value is None or isinstance(value, (bool, int, float, str)) else repr(value)
 
 
 def _without_docstrings(tree: ast.AST) -> ast.AST:

@@ -14,7 +14,11 @@ CHAPTER = register(
         chooser=None,
         described=claims.described_intervals,
         protocol={
-            "grids (settings, seeds, evaluation caps)": (grid("cpu/dsp.yaml"), grid("cpu/confirm/dsp_confirm.yaml")),
+            "grids (settings, seeds, evaluation caps)": (
+                grid("cpu/dsp.yaml"),
+                grid("cpu/confirm/dsp_confirm.yaml"),
+                grid("cpu/confirm/later-wave/dsp_confirm.yaml"),
+            ),
         },
     )
 )

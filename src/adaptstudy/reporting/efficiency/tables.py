@@ -26,7 +26,7 @@ class Targets:
     issue: str
 
 
-FP32_TARGETS = Targets({"sst2": 6.0, "mrpc": 3.0}, 4.0, 0.50, ("mrpc/full", "mlm"), "issue 22 (fp32 on AVX2)")
+FP32_TARGETS = Targets({"sst2": 6.0, "mrpc": 3.0}, 4.0, 0.50, ("mrpc/full", "mlm"), "the fp32 targets (AVX2)")
 TARGETS = {
     "avx512-bf16": Targets(
         {"sst2": 3.0, "mrpc": 3.0}, 4.0, 0.40, ("mrpc", "mlm"), "the first performance issue (an aim)"
@@ -37,7 +37,7 @@ TARGETS = {
 
 def kind_targets(kind: str) -> Targets:
     """The targets of a machine kind; an approximation ("avx2-fp32-approx") answers to the kind it stands for, and
-    any other fp32 kind (an AVX512 CPU whose bf16 is slower than its fp32) to issue 22's fp32 targets."""
+    any other fp32 kind (an AVX512 CPU whose bf16 is slower than its fp32) to the AVX2 kind's fp32 targets."""
     return TARGETS.get(kind.removesuffix("-approx"), FP32_TARGETS)
 
 

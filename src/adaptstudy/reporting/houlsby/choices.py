@@ -1,8 +1,8 @@
 """What the Houlsby chapter's selection seed chose: per task and arm, the learning rate, the epochs, and the best
 adapter size; and the runs that report at those choices.
 
-The paper chose adapters' training length from {3, 20} epochs with the rate. Under issue 67's budget (12 CPU-hours
-for both stages on two cores; rule written 2026-12-04, before any 20-epoch run), the epochs are chosen for the
+The paper chose adapters' training length from {3, 20} epochs with the rate. In the extended selection (its budget: 12
+CPU-hours for both stages on two cores; rule written 2026-12-04, before any 20-epoch run), the epochs are chosen for the
 parity arms only: full fine-tuning (3 epochs, the paper's baseline recipe), size 64, and each task's best size (the
 best of 8/64/256, each at its rate and epochs chosen over every run). Every other arm (the other sizes, top-k, layer
 norm) chooses its rate among its 3-epoch runs, and the ablations run at size 64's 3-epoch choice
@@ -24,18 +24,18 @@ SELECTED_LABELS = ["full", *(f"houlsby-{s}" for s in SIZES)]
 SIZE_LABELS = [f"houlsby-{s}" for s in SIZES]
 BASE_EPOCHS = 3  # what every arm tried; the only epochs outside the parity arms
 KEYS = ["task", "label"]
-BUDGET_H = 12.0  # issue 67: CPU-hours for its stage-1 additions and stage 2 together (AVX512-BF16)
-BUDGET_FROM = "2026-12-04"  # the records this chapter makes from this date on are issue 67's ...
+BUDGET_H = 12.0  # the extended selection: CPU-hours for its stage-1 additions and stage 2 together (AVX512-BF16)
+BUDGET_FROM = "2026-12-04"  # the records this chapter makes from this date on are the extended selection's ...
 BUDGET_UNTIL = "2026-12-05"  # ... until its stage 2 ended; the corrections after (reruns of resumed runs, the
 # extension and seeds of a choice they moved) are paid from the reruns' budget (`planning.resumed`)
-# Stage 2's cut (2026-12-04, before any stage-2 run of a moved choice): a choice issue 67 moved reports seeds 1-3, not
-# Table 1's 1-5. Size 64 at 20 epochs on four tasks costs about 60 minutes a seed; at 5 seeds stage 2 would pass the
-# budget (about 12.3 h with the extensions and RTE's best size) before any other moved choice.
+# Stage 2's cut (2026-12-04, before any stage-2 run of a moved choice): a choice the extended selection moved reports
+# seeds 1-3, not Table 1's 1-5. Size 64 at 20 epochs on four tasks costs about 60 minutes a seed; at 5 seeds stage 2
+# would pass the budget (about 12.3 h with the extensions and RTE's best size) before any other moved choice.
 MOVED_SEEDS = [1, 2, 3]
 
 
 RATE_STEPS = (1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)  # "one step": the next of these
-RATE_LIMITS = {  # the rates an edge extension may reach, per method family, stated before it runs (issue 67)
+RATE_LIMITS = {  # the rates an edge extension may reach, per method family, stated before it runs
     "full": (1e-6, 3e-4),  # above 3e-4 full fine-tuning of a BERT diverges in the field's experience
     "houlsby": (1e-5, 3e-2),
     "top_k": (1e-6, 3e-3),
@@ -51,8 +51,8 @@ def limits_hit(runs: pd.DataFrame) -> list[str]:
 
 
 def not_extended(runs: pd.DataFrame) -> list[str]:
-    """The other arms' edge choices, which issue 67's budget leaves unextended (it spends on the parity arms first):
-    lower bounds of what a wider grid would choose."""
+    """The other arms' edge choices, which the extended selection's budget leaves unextended (it spends on the parity
+    arms first): lower bounds of what a wider grid would choose."""
     return [f"{r.task} {r.label}: {r.learning_rate:g} ({r.edge} tried)" for r in _edges(runs, False)]
 
 
@@ -83,8 +83,8 @@ def step_beyond(row) -> float | None:
     return RATE_STEPS[nxt]
 
 
-def issue_67_runs(runs: pd.DataFrame) -> pd.Series:
-    """Per run, whether issue 67 paid for it (first made from `BUDGET_FROM` until `BUDGET_UNTIL`)."""
+def extended_selection_runs(runs: pd.DataFrame) -> pd.Series:
+    """Per run, whether the extended selection paid for it (first made from `BUDGET_FROM` until `BUDGET_UNTIL`)."""
     if "finished_at" not in runs:
         return runs["seed"] < 0
     made = made_at(runs).astype(str)
@@ -172,12 +172,12 @@ def chosen_learning_rates(runs: pd.DataFrame, labels: list[str] | None = SELECTE
 
 
 def moved_choices(runs: pd.DataFrame) -> set[tuple[str, str]]:
-    """The (task, label) arms whose chosen setting an issue-67 run found (20 epochs, or a rate an edge extension
-    added): stage 2 reruns them, at `MOVED_SEEDS`; the arms whose choice stands keep their records."""
+    """The (task, label) arms whose chosen setting an extended-selection run found (20 epochs, or a rate an edge
+    extension added): stage 2 reruns them, at `MOVED_SEEDS`; the arms whose choice stands keep their records."""
     chosen = at_learning_rates(selection_grid(runs, None), chosen_learning_rates(runs, None), KEYS)
     epochs = config_column(chosen, "num_train_epochs", BASE_EPOCHS).fillna(BASE_EPOCHS).astype(float)
     longer = ~np.isclose(epochs, BASE_EPOCHS)
-    moved = chosen[issue_67_runs(chosen) | longer]
+    moved = chosen[extended_selection_runs(chosen) | longer]
     return set(zip(moved["task"], moved["label"]))
 
 

@@ -25,7 +25,7 @@ from adaptstudy.reporting.houlsby.choices import (
     at_ablation_rates,
     best_sizes,
     chosen_learning_rates,
-    issue_67_runs,
+    extended_selection_runs,
     limits_hit,
     not_extended,
     parity_labels,
@@ -99,7 +99,7 @@ def selection_note(runs: pd.DataFrame) -> str:
 
 
 def epochs_note(runs: pd.DataFrame) -> str:
-    """Which arms chose their epochs, and what (issue 67's rule, `choices`)."""
+    """Which arms chose their epochs, and what (the extended selection's rule, `choices`)."""
     chosen = chosen_learning_rates(runs, labels=None)
     chosen = chosen[chosen["epochs chosen"].astype(bool)]
     parity = parity_labels(runs)
@@ -141,7 +141,7 @@ def pending_note(runs: pd.DataFrame) -> str:
 
 def rate_edge_note(runs: pd.DataFrame) -> str:
     """Which choices (every label stage 1 ran) fell on the largest or smallest rate tried, and which of them a stated
-    limit keeps from extending further (issue 67)."""
+    limit keeps from extending further (the extended selection)."""
     note = grid_edge_note(chosen_learning_rates(runs, labels=None), lambda row: f"{row.task} {row.label}")
     limits, unextended = limits_hit(runs), not_extended(runs)
     if limits:
@@ -152,8 +152,9 @@ def rate_edge_note(runs: pd.DataFrame) -> str:
         )
     if unextended:
         note += (
-            f" The other arms' {len(unextended)} edge choices were not extended (issue 67's budget goes to the parity "
-            f"arms first), so each is a lower bound of what a wider grid would give: {'; '.join(unextended)}."
+            f" The other arms' {len(unextended)} edge choices were not extended (the extended selection's budget goes "
+            "to the parity arms first), so each is a lower bound of what a wider grid would give: "
+            f"{'; '.join(unextended)}."
         )
     return note
 
@@ -325,16 +326,16 @@ def learned_nothing_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def budget_note(runs: pd.DataFrame) -> str:
-    """Issue 67's spending (its 20-epoch and extension runs of stage 1, and the stage 2 they chose) against its
-    budget, whether it stayed within it, and the rule and cuts that were to keep it there (what each run cost when it
-    was made: an uninterrupted rerun of a resumed run is paid from the reruns' budget)."""
+    """The extended selection's spending (its 20-epoch and extension runs of stage 1, and the stage 2 they chose)
+    against its budget, whether it stayed within it, and the rule and cuts that were to keep it there (what each run
+    cost when it was made: an uninterrupted rerun of a resumed run is paid from the reruns' budget)."""
     paid = (paid_seconds(runs, "train_runtime_s", False) + paid_seconds(runs, "eval_runtime_s", False)) / 3600
-    mine = issue_67_runs(runs)
+    mine = extended_selection_runs(runs)
     selection = mine & (runs["seed"] == SELECTION_SEED)
     total = paid[mine].sum()
     standing = f"{total - BUDGET_H:.1f} h over it" if total > BUDGET_H else f"{BUDGET_H - total:.1f} h of it left"
     return (
-        f"Issue 67 (epochs chosen with the rate, edge rates extended) has paid {total:.1f} CPU-hours in "
+        f"The extended selection (epochs chosen with the rate, edge rates extended) has paid {total:.1f} CPU-hours in "
         f"{int(mine.sum())} runs made from {BUDGET_FROM} on: {paid[selection].sum():.1f} in {int(selection.sum())} "
         f"selection runs (stage 1's 20-epoch runs and the edge extensions) and {paid[mine & ~selection].sum():.1f} in "
         f"{int((mine & ~selection).sum())} reported runs (stage 2), against its budget of {BUDGET_H:g} ({standing}). "
@@ -342,7 +343,8 @@ def budget_note(runs: pd.DataFrame) -> str:
         "other sizes, top-k and layer norm kept 3, and the ablations trained at size 64's 3-epoch choice (the stage-2 "
         "planner refuses a grid whose estimate is above the budget). Cut once the 20-epoch runs had cost about 1.45 "
         "times their estimate: size 256's 20-epoch selection runs (it enters the best size at 3 epochs only), the "
-        "edge extensions of every arm but the parity arms, and Table 1's seeds 4–5 of every choice issue 67 moved (it "
+        "edge extensions of every arm but the parity arms, and Table 1's seeds 4–5 of every choice the extended "
+        "selection moved (it "
         f"reports seeds {MOVED_SEEDS[0]}–{MOVED_SEEDS[-1]}; a choice that stands keeps its seeds)."
     )
 

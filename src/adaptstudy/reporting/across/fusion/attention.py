@@ -1,6 +1,6 @@
 """Where AdapterFusion puts its weight (the paper's Figure 4 and §6): the mean last-layer attention of each target on
 each source adapter, averaged over the reported seeds, and the two claims read from it. Declared before the
-protocol's fusion runs (issue 25) as "the target's own adapter, and the adapters of related tasks (`RELATED`), each get
+protocol's fusion runs as "the target's own adapter, and the adapters of related tasks (`RELATED`), each get
 more than an even share"; restated on 2026-12-03 as §6 reads: targets that do not benefit from fusion weigh their own
 adapter most, and those that benefit weigh it less than those that do not."""
 

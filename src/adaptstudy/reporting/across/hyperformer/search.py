@@ -1,4 +1,4 @@
-"""The documented search that makes the hypernetwork methods train (study `hyperformer_search`, issue 25): per run,
+"""The documented search that makes the hypernetwork methods train (study `hyperformer_search`): per run,
 what it changed, its mean validation score, and whether it learned CoLA and RTE on validation (above the constant
 prediction by more than noise), the decision rule's inputs (`params/cpu/hyperformer_search.yaml`, two rounds)."""
 

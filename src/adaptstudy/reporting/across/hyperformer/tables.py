@@ -96,7 +96,7 @@ def learned_tasks(record: dict) -> int:
 
 def at_chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
     """Per (label, tasks, cap): the runs at the rate whose run of the selection seed scored best on validation among
-    the rates that learned the most of its tasks (issue 25's stage-1 rule, fixed before its runs: a rate that leaves
+    the rates that learned the most of its tasks (the stage-1 rule, fixed before its runs: a rate that leaves
     a task at its constant prediction is chosen only where every rate does). A group the selection seed did not run
     keeps its one rate, fixed before any run (the baselines' and few-shot's); one with several rates and no choice is
     dropped."""
