@@ -33,3 +33,43 @@ def findings_table(chapter: str, verdicts: Sequence[Verdict] = ()) -> pd.DataFra
 
 
 FINDING_COLUMNS = ["source", "finding", "where", "we test it as (verdict)", "not tested, because"]
+
+
+GROUPS = {  # how the findings page groups the four verdicts
+    "holds": "Reproduced here (the claim holds)",
+    "does not hold": "Not reproduced here (the claim does not hold)",
+    "inconclusive": "Not decided at this scale (inconclusive)",
+    "not testable": "Not testable here",
+}
+
+
+def findings_by_paper(verdicts: Sequence[Verdict], confirmed: dict[str, Verdict] | None = None) -> str:
+    """The study's findings as Markdown, per source: the claims that hold, do not hold, are inconclusive or not
+    testable, each with our effect and interval, the source's figure, and its verdict on fresh seeds alone (the
+    confirmatory one) or that it has none. Written from the verdicts, so the page cannot drift from them."""
+    confirmed = confirmed or {}
+    papers: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        papers.setdefault(v.claim.paper, []).append(v)
+    sections = []
+    for paper, judged in papers.items():
+        lines = [f"### {paper}", ""]
+        for verdict, title in GROUPS.items():
+            these = [v for v in judged if v.verdict == verdict]
+            if not these:
+                continue
+            lines.append(f"**{title}: {len(these)} of {len(judged)}.**")
+            lines.append("")
+            lines += [f"- {_finding(v, confirmed.get(v.claim.key))}" for v in these]
+            lines.append("")
+        sections.append("\n".join(lines))
+    return "\n".join(sections)
+
+
+def _finding(v: Verdict, fresh: Verdict | None) -> str:
+    why = f" ({v.reasons()})" if v.verdict == "not testable" else ""
+    on_fresh = f"*{fresh.verdict}*, {fresh.effects()}" if fresh else "none yet"
+    return (
+        f"{v.claim.sentence} ({v.claim.where}): ours {v.effects()}{why}; the source: {v.claim.published}. "
+        f"On fresh seeds alone: {on_fresh}."
+    )

@@ -141,6 +141,19 @@ def scorecard(
     return pd.DataFrame(rows, columns=[*COLUMNS, "paper"])
 
 
+def headline(card: pd.DataFrame, confirmed: dict[str, Verdict]) -> str:
+    """The scorecard's first line: how many claims, and their verdicts counted twice — on every reported seed
+    (exploratory) and on fresh seeds alone (confirmatory), with how many have no fresh-seed verdict yet."""
+    everything = ", ".join(f"{n} {v}" for v, n in card["verdict"].value_counts().items())
+    fresh = pd.Series([v.verdict for v in confirmed.values()], dtype=object).value_counts()
+    alone = ", ".join(f"{n} {v}" for v, n in fresh.items()) or "none"
+    return (
+        f"**{len(card)} claims** from {card['paper'].nunique()} papers and reports. On every reported seed "
+        f"(*exploratory*): {everything}. On fresh seeds alone (*confirmatory*): {alone}; "
+        f"{len(card) - len(confirmed)} have no fresh-seed verdict yet."
+    )
+
+
 def _fresh(v: Verdict | None) -> str:
     """A confirmatory verdict with its interval and seeds, or that none is in yet."""
     if v is None:
