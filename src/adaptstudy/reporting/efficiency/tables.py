@@ -216,7 +216,7 @@ def machine_note(benchmark: dict) -> str:
         else ""
     )
     return (
-        f"**{machine_kind(benchmark)}** (code at commit `{benchmark.get('git_commit', '?')[:7]}`): "
+        f"**{machine_kind(benchmark)}**: "
         f"measured on {m['cpu']} ({m['cores']} cores, {m['torch_threads']} torch threads, "
         f"CPU capability {m['cpu_capability']}, native bf16: {_bf16_note(m)}): "
         f"matmul peak {_gflops(m['matmul_fp32_flops'])} GFLOP/s in fp32, "
@@ -278,15 +278,15 @@ def load_commit_comparisons(directory) -> dict[str, dict]:
 
 
 def commit_table(benchmark: dict) -> pd.DataFrame:
-    """Our path's median step at the earlier commit and now, on one machine in one run, and the ratio (above 1: the
-    code now is faster) over all steps and its range round by round: a change is real only outside that noise."""
-    earlier, now = benchmark["earlier_commit"][:7], (benchmark.get("git_commit") or "now")[:7]
+    """Our path's median step at the earlier version of the code and the later, on one machine in one run, and the
+    ratio (above 1: the later is faster) over all steps and its range round by round: a change is real only outside
+    that noise."""
     return pd.DataFrame(
         {
             "workload": r["row"],
-            f"step at {earlier} (ms)": 1000 * r["median_step_s"]["earlier"],
-            f"step at {now} (ms)": 1000 * r["median_step_s"]["now"],
-            f"speed at {now} over {earlier}": r["earlier_over_now"],
+            "step, earlier version (ms)": 1000 * r["median_step_s"]["earlier"],
+            "step, later version (ms)": 1000 * r["median_step_s"]["now"],
+            "speed, later over earlier": r["earlier_over_now"],
             "round by round": f"{min(r['earlier_over_now_per_round']):.2f}–{max(r['earlier_over_now_per_round']):.2f}",
             "timed steps each": r["timed_steps"]["now"],
         }
@@ -295,12 +295,12 @@ def commit_table(benchmark: dict) -> pd.DataFrame:
 
 
 def commit_note(benchmark: dict) -> str:
-    """Where and how the two commits were compared."""
+    """Where and how the two versions of the code were compared (the record names them; the page does not)."""
     m, now = benchmark["machine"], benchmark.get("git_commit") or "?"
-    dirty = " with uncommitted changes" if now.endswith("-dirty") else ""
+    dirty = ", the later with changes not yet committed" if now.endswith("-dirty") else ""
     return (
-        f"**{benchmark['kind']}**: our path at `{benchmark['earlier_commit'][:7]}` against "
-        f"`{now[:7]}`{dirty}, on {m['cpu']} ({m['cores']} cores, CPU capability "
-        f"{m['cpu_capability']}), in {benchmark['precision']}; {benchmark['rounds']} trainings per commit and "
-        "workload, the commits alternating, each in its own process under the same allocator."
+        f"**{benchmark['kind']}**: our path at an earlier version of the code against a later one{dirty}, on "
+        f"{m['cpu']} ({m['cores']} cores, CPU capability {m['cpu_capability']}), in {benchmark['precision']}; "
+        f"{benchmark['rounds']} trainings per version and workload, the versions alternating, each in its own "
+        "process under the same allocator."
     )
