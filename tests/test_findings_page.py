@@ -36,3 +36,21 @@ def test_a_fresh_seed_verdict_is_stated_beside_the_claim_and_counted_in_the_head
     card = scorecard(verdicts, seconds, confirmed)
     line = headline(card, confirmed)
     assert f"On fresh seeds alone (*confirmatory*): 1 {top_k.verdict}; {len(card) - 1} have no fresh-seed" in line
+
+
+def test_a_claim_declared_after_its_runs_is_marked_post_hoc_on_the_page_and_the_scorecard(committed_verdicts):
+    from adaptstudy.reporting.findings import declared
+
+    verdicts, seconds = committed_verdicts
+    finished = seconds.drop_duplicates("run_id").set_index("run_id")["finished_at"]
+    layernorm = next(v for v in verdicts if v.claim.key == "houlsby.layernorm-poor")  # declared over its runs
+    parity = next(v for v in verdicts if v.claim.key == "houlsby.parity")  # declared before any run
+    n = len(layernorm.run_ids)
+    assert declared(layernorm, finished) == f"post hoc: after {n} of its {n} runs"
+    assert declared(parity, finished) == "before its runs"
+    page = findings_by_paper(verdicts, {}, finished)
+    line = next(x for x in page.splitlines() if x.startswith(f"- {layernorm.claim.sentence}"))
+    assert line.endswith(f"Declared after {n} of its {n} runs: post hoc.")
+    assert "post hoc" not in next(x for x in page.splitlines() if x.startswith(f"- {parity.claim.sentence}"))
+    card = scorecard(verdicts, seconds, {})
+    assert (card["declared"].str.startswith("post hoc")).sum() >= 14

@@ -43,10 +43,13 @@ GROUPS = {  # how the findings page groups the four verdicts
 }
 
 
-def findings_by_paper(verdicts: Sequence[Verdict], confirmed: dict[str, Verdict] | None = None) -> str:
+def findings_by_paper(
+    verdicts: Sequence[Verdict], confirmed: dict[str, Verdict] | None = None, finished: pd.Series | None = None
+) -> str:
     """The study's findings as Markdown, per source: the claims that hold, do not hold, are inconclusive or not
-    testable, each with our effect and interval, the source's figure, and its verdict on fresh seeds alone (the
-    confirmatory one) or that it has none. Written from the verdicts, so the page cannot drift from them."""
+    testable, each with our effect and interval, the source's figure, whether it was declared after its runs existed
+    (given the runs' `finished` times by run id), and its verdict on fresh seeds alone (the confirmatory one) or that
+    it has none. Written from the verdicts, so the page cannot drift from them."""
     confirmed = confirmed or {}
     papers: dict[str, list[Verdict]] = {}
     for v in verdicts:
@@ -60,16 +63,27 @@ def findings_by_paper(verdicts: Sequence[Verdict], confirmed: dict[str, Verdict]
                 continue
             lines.append(f"**{title}: {len(these)} of {len(judged)}.**")
             lines.append("")
-            lines += [f"- {_finding(v, confirmed.get(v.claim.key))}" for v in these]
+            lines += [f"- {_finding(v, confirmed.get(v.claim.key), finished)}" for v in these]
             lines.append("")
         sections.append("\n".join(lines))
     return "\n".join(sections)
 
 
-def _finding(v: Verdict, fresh: Verdict | None) -> str:
+def _finding(v: Verdict, fresh: Verdict | None, finished: pd.Series | None) -> str:
     why = f" ({v.reasons()})" if v.verdict == "not testable" else ""
+    when = declared(v, finished) if finished is not None else ""
+    post_hoc = f" Declared {when.removeprefix('post hoc: ')}: post hoc." if when.startswith("post hoc") else ""
     on_fresh = f"*{fresh.verdict}*, {fresh.effects()}" if fresh else "none yet"
     return (
         f"{v.claim.sentence} ({v.claim.where}): ours {v.effects()}{why}; the source: {v.claim.published}. "
-        f"On fresh seeds alone: {on_fresh}."
+        f"On fresh seeds alone: {on_fresh}.{post_hoc}"
     )
+
+
+def declared(v: Verdict, finished: pd.Series) -> str:
+    """Whether the claim was declared before the runs it rests on or after some of them existed (post hoc): 'before
+    its runs', or 'post hoc: after 126 of its 140 runs'."""
+    ids = sorted(v.run_ids)
+    times = pd.to_datetime(finished.reindex(ids), utc=True, format="ISO8601")
+    older = int((times < pd.Timestamp(v.claim.declared.ledger[0].date)).sum())
+    return f"post hoc: after {older} of its {len(ids)} runs" if older else "before its runs"

@@ -15,6 +15,7 @@ import pandas as pd
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.findings import declared
 from adaptstudy.reporting.verdict_tables import rule_text
 from adaptstudy.runs.records import made_at, paid_seconds
 
@@ -28,6 +29,7 @@ COLUMNS = [
     "interval",
     "rule",
     "rests on",
+    "declared",
     "status",
     "on fresh seeds alone",
     "verdict by design",
@@ -126,6 +128,7 @@ def scorecard(
                 "interval": v.interval_basis() if v else "–",
                 "rule": rule_text(claim),
                 "rests on": "; ".join(filter(None, [f"not testable: {why}" if why else "", v.rests_on() if v else ""])),
+                "declared": declared(v, per_run["finished_at"]) if v else "–",
                 "status": status(v, per_run["finished_at"]) if v else "–",
                 "on fresh seeds alone": _fresh((confirmed or {}).get(key)),
                 "verdict by design": by_design(v) if v else "–",
@@ -142,15 +145,17 @@ def scorecard(
 
 
 def headline(card: pd.DataFrame, confirmed: dict[str, Verdict]) -> str:
-    """The scorecard's first line: how many claims, and their verdicts counted twice — on every reported seed
-    (exploratory) and on fresh seeds alone (confirmatory), with how many have no fresh-seed verdict yet."""
+    """The scorecard's first line: how many claims, their verdicts counted twice — on every reported seed
+    (exploratory) and on fresh seeds alone (confirmatory), with how many have no fresh-seed verdict yet — and how
+    many were declared after some of their runs existed (post hoc)."""
     everything = ", ".join(f"{n} {v}" for v, n in card["verdict"].value_counts().items())
     fresh = pd.Series([v.verdict for v in confirmed.values()], dtype=object).value_counts()
     alone = ", ".join(f"{n} {v}" for v, n in fresh.items()) or "none"
     return (
         f"**{len(card)} claims** from {card['paper'].nunique()} papers and reports. On every reported seed "
         f"(*exploratory*): {everything}. On fresh seeds alone (*confirmatory*): {alone}; "
-        f"{len(card) - len(confirmed)} have no fresh-seed verdict yet."
+        f"{len(card) - len(confirmed)} have no fresh-seed verdict yet. Declared after some of their runs existed "
+        f"(*post hoc*): {int(card['declared'].str.startswith('post hoc').sum())}."
     )
 
 
@@ -236,6 +241,7 @@ TEXT_WIDTHS = {
     "claim": "20em",
     "rests on": "24em",
     "verdict by design": "16em",
+    "declared": "10em",
     "status": "12em",
     "on fresh seeds alone": "12em",
     "rule": "16em",

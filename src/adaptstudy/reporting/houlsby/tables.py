@@ -344,8 +344,7 @@ def budget_note(runs: pd.DataFrame) -> str:
         "planner refuses a grid whose estimate is above the budget). Cut once the 20-epoch runs had cost about 1.45 "
         "times their estimate: size 256's 20-epoch selection runs (it enters the best size at 3 epochs only), the "
         "edge extensions of every arm but the parity arms, and Table 1's seeds 4–5 of every choice the extended "
-        "selection moved (it "
-        f"reports seeds {MOVED_SEEDS[0]}–{MOVED_SEEDS[-1]}; a choice that stands keeps its seeds)."
+        f"selection moved (it reports seeds {MOVED_SEEDS[0]}–{MOVED_SEEDS[-1]}; a choice that stands keeps its seeds)."
     )
 
 
