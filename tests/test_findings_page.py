@@ -54,3 +54,20 @@ def test_a_claim_declared_after_its_runs_is_marked_post_hoc_on_the_page_and_the_
     assert "post hoc" not in next(x for x in page.splitlines() if x.startswith(f"- {parity.claim.sentence}"))
     card = scorecard(verdicts, seconds, {})
     assert (card["declared"].str.startswith("post hoc")).sum() >= 14
+
+
+def test_a_two_sided_verdict_against_the_source_s_direction_says_so(committed_verdicts):
+    """BitFit's dependence on the backbone holds under a two-sided rule, but our effect has the report's sign
+    reversed: the verdict's reason and the findings say so beside *holds*."""
+    from adaptstudy.reporting.verdict_tables import verdict_table
+
+    verdicts = committed_verdicts[0]
+    bitfit = next(v for v in verdicts if v.claim.key == "peft.bitfit-depends-on-backbone")
+    assert bitfit.design.rule.kind == "outside" and bitfit.design.published_effect == 8.5
+    assert bitfit.verdict == "holds" and bitfit.judgements[0].effect < 0
+    note = "our effect has the opposite sign to the source's +8.5"
+    assert bitfit.against_source() == note
+    assert note in verdict_table([bitfit])["why"].iloc[0]
+    assert f"Note: {note}." in findings_by_paper([bitfit])
+    parity = next(v for v in verdicts if v.claim.key == "houlsby.parity")
+    assert parity.against_source() == ""  # undecided: no direction to set against the source's

@@ -10,6 +10,7 @@ from adaptstudy.planning import houlsby as hp
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.houlsby import claims as hc
 from adaptstudy.reporting.houlsby import tables as ht
+from adaptstudy.reporting.houlsby.budget import budget_note
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.training.finetune import finetune
 
@@ -533,7 +534,7 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
 
     spent, todo_h, todo = hp.budget(runs, grid)
     assert spent == pytest.approx(2 * 6 * 400 / 3600)  # the 20-epoch stage-1 runs, made from BUDGET_FROM on
-    assert ht.budget_note(runs).startswith(
+    assert budget_note(runs).startswith(
         "The extended selection (epochs chosen with the rate, edge rates extended) has paid 1.3 CPU-hours in 12 runs "
         "made from 2026-12-04 on: 1.3 in 12 selection runs (stage 1's 20-epoch runs and the edge extensions) and 0.0 "
         "in 0 reported runs (stage 2), against its budget of 12 (10.7 h of it left)."
@@ -552,7 +553,7 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
     landed = ht.label_runs(load_runs(stage1))
     assert hp.budget(landed, hp.report_grid(landed)) == (spent, todo_h, todo)  # the plan stands while it runs
     # the stage-2 run and size 256's six reported runs (a minute each) above: the note says what they paid
-    assert "and 12.1 in 7 reported runs (stage 2), against its budget of 12 (1.4 h over it)." in ht.budget_note(landed)
+    assert "and 12.1 in 7 reported runs (stage 2), against its budget of 12 (1.4 h over it)." in budget_note(landed)
 
     run(1e-2, 1.0, 8, 20, seconds=hp.BUDGET_H * 3600)  # an extension that spent the whole budget
     with pytest.raises(ValueError, match="breaks the extended selection's budget"):

@@ -299,6 +299,15 @@ class Verdict:
             return "–"
         return "inside" if all(lo <= figure <= hi for lo, hi in zip(lows, highs)) else "outside"
 
+    def against_source(self) -> str:
+        """Where a decided verdict's effect has the sign opposite to the source's figure, that (a two-sided rule holds
+        either way, so *holds* alone would read as agreement); '' otherwise."""
+        figure = self.design.published_effect
+        if figure is None or len(self.judgements) != 1 or self.verdict not in ("holds", "does not hold"):
+            return ""
+        effect = self.judgements[0].effect
+        return f"our effect has the opposite sign to the source's {figure:+g}" if effect * figure < 0 else ""
+
 
 def _regime(units: list[Unit], collapse: str) -> tuple[list[Unit], list[tuple[str, str]]]:
     """The units a regime lets in, and those it leaves out with why: `count` sets aside the units an arm of which

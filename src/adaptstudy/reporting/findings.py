@@ -73,10 +73,11 @@ def _finding(v: Verdict, fresh: Verdict | None, finished: pd.Series | None) -> s
     why = f" ({v.reasons()})" if v.verdict == "not testable" else ""
     when = declared(v, finished) if finished is not None else ""
     post_hoc = f" Declared {when.removeprefix('post hoc: ')}: post hoc." if when.startswith("post hoc") else ""
+    against = f" Note: {v.against_source()}." if v.against_source() else ""
     on_fresh = f"*{fresh.verdict}*, {fresh.effects()}" if fresh else "none yet"
     return (
         f"{v.claim.sentence} ({v.claim.where}): ours {v.effects()}{why}; the source: {v.claim.published}. "
-        f"On fresh seeds alone: {on_fresh}.{post_hoc}"
+        f"On fresh seeds alone: {on_fresh}.{against}{post_hoc}"
     )
 
 

@@ -45,7 +45,7 @@ def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
                 "seeds": min((j.seeds for j in v.judgements), default=0),
                 "rule": rule_text(v.claim),
                 "verdict": v.verdict,
-                "why": "; ".join(filter(None, [v.reasons(), v.detail])) or "–",
+                "why": "; ".join(filter(None, [v.reasons(), v.against_source(), v.detail])) or "–",
                 "rests on": v.rests_on(),
             }
         )

@@ -16,16 +16,12 @@ from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_me
 from adaptstudy.reporting.costs import partly_timed
 from adaptstudy.reporting.evidence import MIN_SEEDS
 from adaptstudy.reporting.houlsby.choices import (
-    BUDGET_FROM,
-    BUDGET_H,
     KEYS,
-    MOVED_SEEDS,
     SIZE_TIE_RULE,
     SIZES,
     at_ablation_rates,
     best_sizes,
     chosen_learning_rates,
-    extended_selection_runs,
     limits_hit,
     not_extended,
     parity_labels,
@@ -45,7 +41,6 @@ from adaptstudy.reporting.houlsby.published import (
 )
 from adaptstudy.reporting.published import published_frame
 from adaptstudy.reporting.selection import RATE_TIE_RULE, chosen_on, grid_edge_note
-from adaptstudy.runs.records import paid_seconds
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]
 RECORD_COLUMNS = [
@@ -224,7 +219,7 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
         row.update({task: text.get(task, "–") for task in TABLE1_TASKS})
         values = list(means[row_name].values())
         row["average (tasks run)"] = f"{np.mean(values):.1f}" if values else "–"
-        rows.append(row)
+        rows.append({**row, TABLE1_TOTAL: "–"})
     constants = constants_by_task(chosen) if not chosen.empty else {}
     ran = sorted({t for m in means.values() for t in m})
     rows.append(
@@ -235,6 +230,7 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
             "trained/task": "–",
             **{task: f"{constants[task]:.1f}" if task in constants else "–" for task in TABLE1_TASKS},
             "average (tasks run)": f"{np.mean([constants[t] for t in ran]):.1f}" if ran else "–",
+            TABLE1_TOTAL: "–",
         }
     )
     for row_name, params in HOULSBY_TABLE1_PARAMS.items():
@@ -247,8 +243,11 @@ def table1(runs: pd.DataFrame) -> pd.DataFrame:
         }
         row.update({task: f"{pub[task]:.1f}" for task in TABLE1_TASKS})
         row["average (tasks run)"] = f"{pub[ran].mean():.1f}" if ran else "–"
-        rows.append(row)
+        rows.append({**row, TABLE1_TOTAL: f"{params['total']:.1f}"})
     return pd.DataFrame(rows)
+
+
+TABLE1_TOTAL = "Table 1's total (its 9 tasks)"
 
 
 OFFLINE_NOTE = (
@@ -323,29 +322,6 @@ def learned_nothing_runs(runs: pd.DataFrame) -> pd.DataFrame:
     ]
     hits.columns = columns
     return hits.sort_values(["task", "label", "seed"], ignore_index=True)
-
-
-def budget_note(runs: pd.DataFrame) -> str:
-    """The extended selection's spending (its 20-epoch and extension runs of stage 1, and the stage 2 they chose)
-    against its budget, whether it stayed within it, and the rule and cuts that were to keep it there (what each run
-    cost when it was made: an uninterrupted rerun of a resumed run is paid from the reruns' budget)."""
-    paid = (paid_seconds(runs, "train_runtime_s", False) + paid_seconds(runs, "eval_runtime_s", False)) / 3600
-    mine = extended_selection_runs(runs)
-    selection = mine & (runs["seed"] == SELECTION_SEED)
-    total = paid[mine].sum()
-    standing = f"{total - BUDGET_H:.1f} h over it" if total > BUDGET_H else f"{BUDGET_H - total:.1f} h of it left"
-    return (
-        f"The extended selection (epochs chosen with the rate, edge rates extended) has paid {total:.1f} CPU-hours in "
-        f"{int(mine.sum())} runs made from {BUDGET_FROM} on: {paid[selection].sum():.1f} in {int(selection.sum())} "
-        f"selection runs (stage 1's 20-epoch runs and the edge extensions) and {paid[mine & ~selection].sum():.1f} in "
-        f"{int((mine & ~selection).sum())} reported runs (stage 2), against its budget of {BUDGET_H:g} ({standing}). "
-        "The rule written to stay within it: only size 64 and each task's best size chose from 3 or 20 epochs; the "
-        "other sizes, top-k and layer norm kept 3, and the ablations trained at size 64's 3-epoch choice (the stage-2 "
-        "planner refuses a grid whose estimate is above the budget). Cut once the 20-epoch runs had cost about 1.45 "
-        "times their estimate: size 256's 20-epoch selection runs (it enters the best size at 3 epochs only), the "
-        "edge extensions of every arm but the parity arms, and Table 1's seeds 4–5 of every choice the extended "
-        f"selection moved (it reports seeds {MOVED_SEEDS[0]}–{MOVED_SEEDS[-1]}; a choice that stands keeps its seeds)."
-    )
 
 
 COST_COLUMNS = {  # cost_table's columns: (the record's column, how a task and label's runs aggregate it)
