@@ -89,8 +89,18 @@ def test_the_forest_plot_has_a_row_per_comparison_with_its_rule(committed_verdic
     rows = forest_rows(verdicts)
     assert len(rows) == sum(len(v.judgements) for v in verdicts)
     assert set(rows["kind"]) <= {"above", "below", "within", "outside"} and rows["published"].notna().any()
-    ax = forest_plot(verdicts)
-    assert len(ax.get_yticklabels()) == len(rows)
+    axes = forest_plot(verdicts)
+    assert sum(len(ax.get_yticklabels()) for ax in axes) == len(rows)
+    # one panel per unit, each on its own scale: peak memory's megabytes do not flatten the points
+    assert [ax.get_xlabel() for ax in axes] == [f"effect ({u}) with 95% CI" for u in ("points", "seconds", "MB")]
+    for ax, unit in zip(axes, ("points", "seconds", "MB")):
+        mine = rows[rows["unit"] == unit]
+        low, high = ax.get_xlim()
+        widest = (mine["high"] - mine["low"]).max()
+        assert low <= mine["low"].min() and mine["high"].max() <= high
+        assert high - low < 6 * widest  # the widest interval of the panel spans a good part of it
+    memory = rows[rows["unit"] == "MB"]
+    assert (memory["row"].str.contains("memory")).all() and len(memory) >= 1
 
 
 def test_a_confirmatory_verdict_rests_on_the_runs_made_after_the_claims_design_alone(tmp_path):

@@ -183,15 +183,15 @@ def untestable_reasons(verdicts: list[Verdict]) -> pd.DataFrame:
 
 
 def forest_rows(verdicts: list[Verdict]) -> pd.DataFrame:
-    """One row per claim and comparison: the effect and its interval, the rule's threshold (a band for a margin),
-    the paper's figure in our units where the design gives one, and the claim's verdict."""
+    """One row per claim and comparison: the effect and its interval, its unit (points, seconds, MB), the rule's
+    threshold (a band for a margin), the paper's figure in our units where the design gives one, and the verdict."""
     rows = []
     for v in verdicts:
         for name, j in zip(v.names, v.judgements):
             rows.append(
                 {
-                    "row": f"{v.claim.key}{f' ({name})' if name else ''}"
-                    + (" [s]" if v.design.quantity == "measured" and "second" in v.claim.effect else ""),
+                    "row": f"{v.claim.key}{f' ({name})' if name else ''}",
+                    "unit": effect_unit(v, name),
                     "effect": j.effect,
                     "low": j.low,
                     "high": j.high,
@@ -201,14 +201,44 @@ def forest_rows(verdicts: list[Verdict]) -> pd.DataFrame:
                     "verdict": v.verdict,
                 }
             )
-    return pd.DataFrame(rows, columns=["row", "effect", "low", "high", "kind", "threshold", "published", "verdict"])
+    columns = ["row", "unit", "effect", "low", "high", "kind", "threshold", "published", "verdict"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def effect_unit(v: Verdict, comparison: str) -> str:
+    """What a comparison's effect is measured in: peak memory (MB), seconds, or points (scores and weights)."""
+    if "MB" in comparison or "memory" in comparison:
+        return "MB"
+    if v.design.quantity == "measured" and "second" in f"{v.claim.effect} {comparison}":
+        return "seconds"
+    return "points"
 
 
 def forest_plot(verdicts: list[Verdict]):
     """Every claim's effect and 95% interval (one line per comparison), coloured by verdict, with the rule's
-    threshold (a tick) or margin (a band) and the paper's figure (a cross) where it is in our units."""
+    threshold (a tick) or margin (a band) and the paper's figure (a cross) where it is in our units: one panel per
+    unit (points, seconds, MB), each on its own scale, so no interval in one unit flattens the others."""
     rows = forest_rows(verdicts)
-    fig, ax = plt.subplots(figsize=(9, 0.26 * len(rows) + 1.2))
+    units = [u for u in ("points", "seconds", "MB") if (rows["unit"] == u).any()]
+    sizes = [int((rows["unit"] == u).sum()) for u in units]
+    fig, axes = plt.subplots(
+        len(units), 1, figsize=(9, 0.26 * len(rows) + 1.2 * len(units)), height_ratios=sizes, squeeze=False
+    )
+    for ax, unit in zip(axes[:, 0], units):
+        _panel(ax, rows[rows["unit"] == unit].reset_index(drop=True), unit)
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=k) for k, c in COLOURS.items()]
+    handles += [
+        plt.Line2D([], [], color="#3a6ea5", lw=1.5, label="rule's threshold"),
+        plt.Rectangle((0, 0), 1, 1, color="#cfe3f3", label="rule's margin"),
+        plt.Line2D([], [], color="black", marker="x", lw=0, label="paper's figure"),
+    ]
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8)
+    plt.tight_layout(rect=(0, 0.04, 1, 1))
+    return axes[:, 0]
+
+
+def _panel(ax, rows: pd.DataFrame, unit: str) -> None:
+    """One unit's rows on an axis fitted to their intervals, thresholds and the paper's figures."""
     y = np.arange(len(rows))[::-1]
     for yi, r in zip(y, rows.itertuples()):
         colour = COLOURS[r.verdict]
@@ -224,17 +254,8 @@ def forest_plot(verdicts: list[Verdict]):
             ax.plot(r.published, yi, "x", color="black", ms=6, zorder=4)
     ax.set_yticks(y, rows["row"], fontsize=8)
     ax.axvline(0, color="black", lw=0.5)
-    ax.set_xlabel("effect (points; [s]: seconds) with 95% CI")
-    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, label=k) for k, c in COLOURS.items()]
-    handles += [
-        plt.Line2D([], [], color="#3a6ea5", lw=1.5, label="rule's threshold"),
-        plt.Rectangle((0, 0), 1, 1, color="#cfe3f3", label="rule's margin"),
-        plt.Line2D([], [], color="black", marker="x", lw=0, label="paper's figure"),
-    ]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.6 / len(rows) - 0.02), ncol=4, fontsize=8)
+    ax.set_xlabel(f"effect ({unit}) with 95% CI")
     ax.set_ylim(-1, len(rows))
-    plt.tight_layout()
-    return ax
 
 
 TEXT_WIDTHS = {
