@@ -17,12 +17,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from adaptstudy.reporting.evidence import Rule
 
@@ -136,6 +137,15 @@ class Entry(BaseModel):
     fingerprint: str
     protocol: dict[str, str] = Field(default_factory=dict)
     protocol_was: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("protocol", "protocol_was", mode="before")
+    @classmethod
+    def _parts_as_written(cls, value):
+        """A file lists the parts (`part` with its `fingerprint`, or with what it `was`); the ledger keys them."""
+        if isinstance(value, list):
+            return {item["part"]: item.get("fingerprint", item.get("was")) for item in value}
+        return value
+
     before: str = ""
     after: str = ""
 
@@ -290,7 +300,21 @@ def _written(claim: dict) -> dict:
         kept[key] = value
         if key == "rule" and reason:
             kept["margin_reason"] = reason
-    kept["ledger"] = [{k: v for k, v in e.items() if v or k not in ENTRY_ADDED} for e in kept["ledger"]]
+    kept["ledger"] = [_entry_written(e) for e in kept["ledger"]]
+    return kept
+
+
+def _entry_written(entry: dict) -> dict:
+    """A ledger entry as its file keeps it: added fields left out where empty, each protocol part named beside its
+    fingerprint (an earlier part's as its fingerprint, or as words where none was recorded)."""
+    kept = {k: v for k, v in entry.items() if v or k not in ENTRY_ADDED}
+    if kept.get("protocol"):
+        kept["protocol"] = [{"part": k, "fingerprint": v} for k, v in kept["protocol"].items()]
+    if kept.get("protocol_was"):
+        kept["protocol_was"] = [
+            {"part": k, ("fingerprint" if re.fullmatch(r"[0-9a-f]{16}", v) else "was"): v}
+            for k, v in kept["protocol_was"].items()
+        ]
     return kept
 
 
