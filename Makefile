@@ -114,7 +114,7 @@ BOOK_JOBS ?= 2
 book: setup
 	mkdir -p book/generated
 	$(MAKE) --no-print-directory -j$(BOOK_JOBS) $(PAGES:%=book/generated/%.ipynb)
-	$(BIN)/jupyter-book build book --quiet
+	$(BIN)/jupyter-book build book --quiet -W -n --keep-going
 	@echo "report: book/_build/html/index.html"
 
 book/generated/%.ipynb: notebooks/%.ipynb FORCE

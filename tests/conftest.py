@@ -40,6 +40,23 @@ def committed_verdicts(data_dir):
     return chapter_verdicts(chapter_runs(PROJECT_ROOT / "results"))
 
 
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory) -> Path:
+    """The HTML book as `make book` builds it (`-W -n --keep-going`) with the data mirror pointing at an empty
+    folder: built once for the tests that read its pages (about a minute)."""
+    import subprocess
+    import sys
+
+    empty = tmp_path_factory.mktemp("no-data")
+    venv = Path(sys.prefix)
+    env = {**os.environ, "ADAPTSTUDY_DATA": str(empty)}
+    # this interpreter's environment, taken as set up: `make setup` would reinstall into it
+    command = ["make", "book", f"VENV={venv}", "-o", str(venv / ".installed")]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return ROOT / "book" / "_build" / "html"
+
+
 def _over_built(verdicts):
     """Each verdict judged over the units its records built (synthetic records cover a few tasks; a claim's declared
     units would leave the others 'not run')."""

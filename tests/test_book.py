@@ -1,7 +1,6 @@
 """The book is built from committed files alone: the report imports nothing that trains, and `make book` runs with
 the data mirror pointing at an empty folder."""
 
-import os
 import re
 import subprocess
 import sys
@@ -30,18 +29,10 @@ def test_the_report_loads_no_training_library():
 
 
 @pytest.mark.slow
-def test_make_book_builds_with_an_empty_data_folder(tmp_path):
-    empty = tmp_path / "no-data"
-    empty.mkdir()
-    venv = Path(sys.prefix)
-    env = {**os.environ, "ADAPTSTUDY_DATA": str(empty)}
-    # this interpreter's environment, taken as set up: `make setup` would reinstall into it
-    command = ["make", "book", f"VENV={venv}", "-o", str(venv / ".installed")]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    assert (ROOT / "book" / "_build" / "html" / "index.html").is_file()
+def test_make_book_builds_with_an_empty_data_folder(built_book):
+    assert (built_book / "index.html").is_file()
     # the pages speak of the study: no issue number or commit hash in any page's text
-    pages = sorted((ROOT / "book" / "_build" / "html").rglob("*.html"))
+    pages = sorted(built_book.rglob("*.html"))
     git = ROOT if (ROOT / ".git").exists() else None
     found = {p.name: refs for p in pages if (refs := development_references(_visible_text(p), git))}
     assert len(pages) >= 7 and not found, found

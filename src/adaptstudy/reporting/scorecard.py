@@ -139,9 +139,12 @@ def scorecard(
                 "CPU-hours": total.reindex(ids).fillna(0).sum() / 3600,
                 "chapter": f'<a href="{page}.html">{page.removeprefix("06_analysis_")}</a>',
                 "paper": claim.paper,
+                "effect": v.judgements[0].effect
+                if v and v.judgements
+                else np.nan,  # to sort by: the first comparison's
             }
         )
-    return pd.DataFrame(rows, columns=[*COLUMNS, "paper"])
+    return pd.DataFrame(rows, columns=[*COLUMNS, "paper", "effect"])
 
 
 def headline(card: pd.DataFrame, confirmed: dict[str, Verdict]) -> str:
@@ -256,28 +259,3 @@ def _panel(ax, rows: pd.DataFrame, unit: str) -> None:
     ax.axvline(0, color="black", lw=0.5)
     ax.set_xlabel(f"effect ({unit}) with 95% CI")
     ax.set_ylim(-1, len(rows))
-
-
-TEXT_WIDTHS = {
-    "claim": "20em",
-    "rests on": "24em",
-    "verdict by design": "16em",
-    "declared": "10em",
-    "status": "12em",
-    "on fresh seeds alone": "12em",
-    "rule": "16em",
-}
-
-
-def styled_card(card: pd.DataFrame):
-    """The scorecard for the book: the verdict second and bold, long text wrapped in narrow columns so the verdict
-    stays in view on a 1,400-pixel window."""
-    shown = card.drop(columns=["paper"])
-    style = shown.style.hide(axis="index").format({"CPU-hours": "{:.2f}", "detectable": "{:.1f}"}, na_rep="–")
-    for column, width in TEXT_WIDTHS.items():
-        style = style.set_properties(
-            subset=[column], **{"white-space": "normal", "min-width": width, "max-width": width}
-        )
-    wrap = ["ours: effect [95% CI]", "paper reports"]
-    style = style.set_properties(subset=wrap, **{"white-space": "normal", "min-width": "10em", "max-width": "14em"})
-    return style.set_properties(subset=["verdict"], **{"font-weight": "bold", "white-space": "nowrap"})
