@@ -14,6 +14,7 @@ from adaptstudy.reporting.scorecard import (
     PAGES,
     forest_plot,
     forest_rows,
+    paper_against_ours,
     scorecard,
     untestable_reasons,
 )
@@ -98,6 +99,20 @@ def test_the_forest_plot_has_a_row_per_comparison_with_its_rule(committed_verdic
         assert high - low < 6 * widest  # the widest interval of the panel spans a good part of it
     memory = rows[rows["unit"] == "MB"]
     assert (memory["row"].str.contains("memory")).all() and len(memory) >= 1
+
+
+def test_the_paper_against_ours_plots_every_comparison_whose_paper_effect_is_in_our_units(committed_verdicts):
+    verdicts, _ = committed_verdicts
+    rows = forest_rows(verdicts).dropna(subset=["published", "effect"])
+    axes = paper_against_ours(verdicts)
+    assert len(axes) == rows["unit"].nunique() >= 1 and len(rows) >= 8
+    points = [c for ax in axes for c in ax.containers]  # one error bar per comparison
+    assert len(points) == len(rows)
+    for ax in axes:  # one scale on both axes, every point and interval inside it
+        assert ax.get_xlim() == ax.get_ylim()
+        low, high = ax.get_ylim()
+        mine = rows[rows["unit"] == ax.get_xlabel().split("(")[1].rstrip(")")]
+        assert low <= mine["low"].min() and mine["high"].max() <= high
 
 
 def test_a_confirmatory_verdict_rests_on_the_runs_made_after_the_claims_design_alone(tmp_path):

@@ -259,3 +259,44 @@ def _panel(ax, rows: pd.DataFrame, unit: str) -> None:
     ax.axvline(0, color="black", lw=0.5)
     ax.set_xlabel(f"effect ({unit}) with 95% CI")
     ax.set_ylim(-1, len(rows))
+
+
+def paper_against_ours(verdicts: list[Verdict]):
+    """The figure replication studies use: each comparison whose paper's effect the declaration gives in our units,
+    the paper's effect (x) against ours with its 95% interval (y), coloured by verdict, with the line where they
+    agree; one panel per unit. Points on the diagonal reproduce the paper's size, above zero its direction."""
+    rows = forest_rows(verdicts).dropna(subset=["published", "effect"])
+    units = [u for u in ("points", "seconds", "MB") if (rows["unit"] == u).any()]
+    fig, axes = plt.subplots(1, len(units), figsize=(7.5 * len(units), 7.5), squeeze=False)
+    for ax, unit in zip(axes[0], units):
+        mine = rows[rows["unit"] == unit]
+        for r in mine.itertuples():
+            below, above = r.effect - r.low, r.high - r.effect
+            ax.errorbar(r.published, r.effect, yerr=[[below], [above]], fmt="o", color=COLOURS[r.verdict], ms=5)
+        for i, r in enumerate(mine.sort_values("effect").itertuples()):  # labels alternate sides, to overlap less
+            side = (6, 0) if i % 2 else (-6, 0)
+            ax.annotate(
+                r.row,
+                (r.published, r.effect),
+                fontsize=7,
+                xytext=side,
+                textcoords="offset points",
+                ha="left" if i % 2 else "right",
+                va="center",
+            )
+        edges = [*mine["published"], *mine["low"].dropna(), *mine["high"].dropna(), 0.0]
+        pad = 0.08 * (max(edges) - min(edges))
+        limits = (min(edges) - pad, max(edges) + pad)  # one scale on both axes: the diagonal at 45 degrees
+        ax.plot(limits, limits, color="#3a6ea5", lw=1, ls="--")
+        ax.set_xlim(limits)
+        ax.set_ylim(limits)
+        ax.set_aspect("equal")
+        ax.axhline(0, color="black", lw=0.5)
+        ax.axvline(0, color="black", lw=0.5)
+        ax.set_xlabel(f"paper's effect ({unit})")
+        ax.set_ylabel(f"ours ({unit}), 95% CI")
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=0, label=k) for k, c in COLOURS.items()]
+    handles.append(plt.Line2D([], [], color="#3a6ea5", ls="--", label="ours = paper's"))
+    fig.legend(handles=handles, loc="lower center", ncol=5, fontsize=8)
+    plt.tight_layout(rect=(0, 0.08, 1, 1))
+    return axes[0]
