@@ -1,8 +1,7 @@
 """Where AdapterFusion puts its weight (the paper's Figure 4 and §6): the mean last-layer attention of each target on
-each source adapter, averaged over the reported seeds, and the two claims read from it. Declared before the
-protocol's fusion runs as "the target's own adapter, and the adapters of related tasks (`RELATED`), each get
-more than an even share"; restated on 2026-12-03 as §6 reads: targets that do not benefit from fusion weigh their own
-adapter most, and those that benefit weigh it less than those that do not."""
+each source adapter, averaged over the reported seeds, and the two claims read from it (their declarations, every
+earlier wording with them, are in claims.yaml): a target that gains nothing from fusion in the paper's Table 1 weighs
+its own adapter most, and targets that gain weigh it less than one that does not."""
 
 from __future__ import annotations
 
