@@ -168,7 +168,8 @@ def contrast(name: str, a: Arm, b: Arm | float, *, labels: np.ndarray | None = N
 class Judgement:
     """A comparison judged: effect, interval, the fewest reported seeds of any arm, verdict, and how it was
     reached (`method`); `why` says what made it not testable; `se` and `df` give the interval's scale (for the
-    smallest effect it could detect); `collapsed` names the units with runs that learned nothing ('rte (3 runs)')."""
+    smallest effect it could detect), `example_var` the part of se² that is the evaluation examples' sampling error
+    (more seeds do not shrink it); `collapsed` names the units with runs that learned nothing ('rte (3 runs)')."""
 
     effect: float
     low: float
@@ -181,6 +182,7 @@ class Judgement:
     se: float = np.nan
     df: float = np.nan
     collapsed: list[str] = field(default_factory=list)
+    example_var: float = 0.0
 
     def detectable(self, power: float = 0.8) -> float:
         """The smallest true effect (points) this design detects with `power` at the 95% level: (t₀.₉₇₅ + t_power)
@@ -232,12 +234,14 @@ def judge(units: Sequence[Unit], rule: Rule, resamples: int = RESAMPLES, seed: i
     for u in units:
         if (why := u.testable()) is not None:
             reasons.setdefault(why[0], []).append(why[1])
-    low, high, method, se, df = _interval(units, resamples, seed)
+    low, high, method, se, df, example_var = _interval(units, resamples, seed)
     if np.isnan(c).any():
         reasons.setdefault("no units to compare with", [])
     verdict = "not testable" if reasons else rule.verdict(low, high)
     collapsed = [_collapsed(u) for u in units if u.collapsed()]
-    judgement = Judgement(effect, low, high, seeds, verdict, method, reasons, se=se, df=df, collapsed=collapsed)
+    judgement = Judgement(
+        effect, low, high, seeds, verdict, method, reasons, se=se, df=df, collapsed=collapsed, example_var=example_var
+    )
     if len(units) > 1:
         judgement.units = [(u.name, judge([replace(u, against=False)], rule, resamples, seed)) for u in units]
     return judgement
@@ -267,9 +271,9 @@ def all_of(judgements: Sequence[Judgement]) -> str:
     return "holds" if all(v == "holds" for v in verdicts) else "inconclusive"
 
 
-def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, float, str, float, float]:
+def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, float, str, float, float, float]:
     """The 95% interval of the effect (see the module docstring), the name of the method, its standard error and
-    degrees of freedom."""
+    degrees of freedom, and the examples' part of its variance."""
     c = coefficients(units)
     parts = [  # (variance of each weighted arm mean, its degrees of freedom), scaled to the unit's coefficient
         (w**2 * arm.scores.var(ddof=1) / len(arm.scores) * cu**2, len(arm.scores) - 1)
@@ -278,7 +282,7 @@ def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, 
         if len(arm.scores) > 1
     ]
     if len(parts) < len(sum((u.arms() for u in units), [])):
-        return np.nan, np.nan, "fewer than 2 seeds in an arm: no interval", np.nan, np.nan
+        return np.nan, np.nan, "fewer than 2 seeds in an arm: no interval", np.nan, np.nan, 0.0
     seed_var = sum(v for v, _ in parts)
     df = seed_var**2 / sum(v**2 / d for v, d in parts) if seed_var > 0 else np.inf
     method = "Welch t-interval over seeds"
@@ -294,7 +298,7 @@ def _interval(units: Sequence[Unit], resamples: int, seed: int) -> tuple[float, 
     se = float(np.sqrt(seed_var + example_var))
     half = stats.t.ppf(0.5 + LEVEL / 2, df) * se
     effect = float(np.dot(c, [u.effect() for u in units]))
-    return effect - half, effect + half, method, se, float(df)
+    return effect - half, effect + half, method, se, float(df), example_var
 
 
 def _examples(units: Sequence[Unit]) -> str:

@@ -8,6 +8,7 @@ import pandas as pd
 
 from adaptstudy.reporting.claims import CLAIMS, DECLARATIONS, Verdict
 from adaptstudy.reporting.declarations import load_declaration
+from adaptstudy.reporting.what_it_takes import what_it_takes
 
 
 def findings_table(chapter: str, verdicts: Sequence[Verdict] = ()) -> pd.DataFrame:
@@ -44,13 +45,17 @@ GROUPS = {  # how the findings page groups the four verdicts
 
 
 def findings_by_paper(
-    verdicts: Sequence[Verdict], confirmed: dict[str, Verdict] | None = None, finished: pd.Series | None = None
+    verdicts: Sequence[Verdict],
+    confirmed: dict[str, Verdict] | None = None,
+    finished: pd.Series | None = None,
+    hours: dict[str, float] | None = None,
 ) -> str:
     """The study's findings as Markdown, per source: the claims that hold, do not hold, are inconclusive or not
     testable, each with our effect and interval, the source's figure, whether it was declared after its runs existed
-    (given the runs' `finished` times by run id), and its verdict on fresh seeds alone (the confirmatory one) or that
-    it has none. Written from the verdicts, so the page cannot drift from them."""
-    confirmed = confirmed or {}
+    (given the runs' `finished` times by run id), its verdict on fresh seeds alone (the confirmatory one) or that it
+    has none, and for an inconclusive one what deciding it would take (at the pace of its runs' CPU-`hours`, by
+    claim). Written from the verdicts, so the page cannot drift from them."""
+    confirmed, hours = confirmed or {}, hours or {}
     papers: dict[str, list[Verdict]] = {}
     for v in verdicts:
         papers.setdefault(v.claim.paper, []).append(v)
@@ -63,21 +68,22 @@ def findings_by_paper(
                 continue
             lines.append(f"**{title}: {len(these)} of {len(judged)}.**")
             lines.append("")
-            lines += [f"- {_finding(v, confirmed.get(v.claim.key), finished)}" for v in these]
+            lines += [f"- {_finding(v, confirmed.get(v.claim.key), finished, hours.get(v.claim.key))}" for v in these]
             lines.append("")
         sections.append("\n".join(lines))
     return "\n".join(sections)
 
 
-def _finding(v: Verdict, fresh: Verdict | None, finished: pd.Series | None) -> str:
+def _finding(v: Verdict, fresh: Verdict | None, finished: pd.Series | None, hours: float | None) -> str:
     why = f" ({v.reasons()})" if v.verdict == "not testable" else ""
     when = declared(v, finished) if finished is not None else ""
     post_hoc = f" Declared {when.removeprefix('post hoc: ')}: post hoc." if when.startswith("post hoc") else ""
     against = f" Note: {v.against_source()}." if v.against_source() else ""
     on_fresh = f"*{fresh.verdict}*, {fresh.effects()}" if fresh else "none yet"
+    takes = f" To decide it: {need}." if (need := what_it_takes(v, hours)) else ""
     return (
         f"{v.claim.sentence} ({v.claim.where}): ours {v.effects()}{why}; the source: {v.claim.published}. "
-        f"On fresh seeds alone: {on_fresh}.{against}{post_hoc}"
+        f"On fresh seeds alone: {on_fresh}.{against}{post_hoc}{takes}"
     )
 
 

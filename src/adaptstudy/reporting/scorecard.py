@@ -109,7 +109,7 @@ def scorecard(
     paper's figure in our units lies in our interval, and the runs' CPU-hours; with `confirmed` (`confirmatory`), the
     verdict and interval on fresh seeds alone."""
     per_run = seconds.drop_duplicates("run_id").set_index("run_id")
-    total = per_run["train_runtime_s"].fillna(0) + per_run["eval_runtime_s"].fillna(0)
+    total = run_seconds(seconds)
     judged = {v.claim.key: v for v in verdicts}
     order = {c: i for i, c in enumerate(PAGES)}
     keys = sorted([*judged, *(k for k in CLAIMS if k not in judged)], key=lambda k: order[CLAIMS.get(k).chapter])
@@ -145,6 +145,18 @@ def scorecard(
             }
         )
     return pd.DataFrame(rows, columns=[*COLUMNS, "paper", "effect"])
+
+
+def run_seconds(seconds: pd.DataFrame) -> pd.Series:
+    """Each run's training and evaluation seconds, by run id (`chapter_verdicts`' second value)."""
+    per_run = seconds.drop_duplicates("run_id").set_index("run_id")
+    return per_run["train_runtime_s"].fillna(0) + per_run["eval_runtime_s"].fillna(0)
+
+
+def claim_hours(verdicts: list[Verdict], seconds: pd.DataFrame) -> dict[str, float]:
+    """The CPU-hours of the reported runs behind each claim's verdict, by claim."""
+    total = run_seconds(seconds)
+    return {v.claim.key: total.reindex(sorted(v.run_ids)).fillna(0).sum() / 3600 for v in verdicts}
 
 
 def headline(card: pd.DataFrame, confirmed: dict[str, Verdict]) -> str:

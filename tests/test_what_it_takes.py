@@ -1,0 +1,52 @@
+"""What an undecided claim would take: seeds per arm where the seeds' spread is what leaves it undecided, none where
+the evaluation examples' sampling error alone is wider than our effect's distance from the rule's boundary."""
+
+import math
+
+from adaptstudy.reporting.evidence import Judgement, Rule
+from adaptstudy.reporting.findings import findings_by_paper
+from adaptstudy.reporting.what_it_takes import Z, distance, need, what_it_takes
+
+
+def _judged(effect: float, se: float, example_var: float, seeds: int = 3) -> Judgement:
+    return Judgement(
+        effect, effect - 2 * se, effect + 2 * se, seeds, "inconclusive", "", se=se, df=4.0, example_var=example_var
+    )
+
+
+def test_seeds_shrink_the_seeds_part_of_the_variance_only():
+    rule = Rule("above", 0.0)
+    found = need(_judged(1.0, 1.0, 0.0), rule)  # all the spread from seeds: 3 × (Z / 1)² seeds
+    assert found.seeds == math.ceil(3 * Z**2) and found.distance == 1.0 and found.floor == 0.0
+    assert Z * math.sqrt(3 / found.seeds) <= 1.0 < Z * math.sqrt(3 / (found.seeds - 1))
+    # the same se, half of it the examples': more seeds, and past a point none suffice
+    half = need(_judged(1.0, 1.0, 0.5), rule)
+    assert half.seeds is None and half.floor == Z * math.sqrt(0.5)
+    mostly_seeds = need(_judged(3.0, 1.0, 0.1), rule)
+    assert mostly_seeds.seeds == math.ceil(3 * 0.9 / ((3.0 / Z) ** 2 - 0.1))
+
+
+def test_the_distance_is_to_the_boundary_that_decides():
+    assert distance(Rule("above", -1.0), 0.4) == 1.4
+    assert distance(Rule("within", 1.0), 0.4) == 0.6  # to hold: the interval inside ±1
+    assert math.isclose(distance(Rule("within", 1.0), -1.5), 0.5)  # to not hold: wholly outside
+    assert distance(Rule("outside", 0.0), -2.0) == 2.0
+
+
+def test_the_findings_say_what_deciding_each_undecided_claim_would_take(committed_verdicts):
+    verdicts, seconds = committed_verdicts
+    parity = next(v for v in verdicts if v.claim.key == "houlsby.parity")
+    j = parity.judgements[0]
+    # parity's interval is widened by the examples' bootstrap: its floor alone is wider than +0.2's distance to ±1
+    assert parity.verdict == "inconclusive" and 0 < j.example_var < j.se**2
+    assert what_it_takes(parity).startswith("more seeds would not: the evaluation examples' sampling error alone")
+    decided = [v for v in verdicts if v.verdict in ("holds", "does not hold")]
+    assert decided and all(what_it_takes(v) == "" for v in decided)
+    # a claim the seeds leave undecided gets a number of seeds, and their cost at its runs' pace
+    by_seeds = [v for v in verdicts if what_it_takes(v).startswith("about ")]
+    assert by_seeds
+    page = findings_by_paper(verdicts, {}, None, {v.claim.key: 2.0 for v in verdicts})
+    line = next(x for x in page.splitlines() if x.startswith(f"- {by_seeds[0].claim.sentence}"))
+    assert "To decide it: about " in line and "CPU-hours more at its runs' pace" in line
+    undecided = [v for v in verdicts if v.verdict == "inconclusive"]
+    assert page.count("To decide it: ") == len(undecided)
