@@ -54,6 +54,12 @@ def test_a_claim_declared_after_its_runs_is_marked_post_hoc_on_the_page_and_the_
     assert "post hoc" not in next(x for x in page.splitlines() if x.startswith(f"- {parity.claim.sentence}"))
     card = scorecard(verdicts, seconds, {})
     assert (card["declared"].str.startswith("post hoc")).sum() >= 14
+    # the chapter's verdict table says the same, from its own runs' times
+    from adaptstudy.reporting.verdict_tables import verdict_table
+
+    table = verdict_table([layernorm, parity], finished)
+    assert table["declared"].tolist() == [f"post hoc: after {n} of its {n} runs", "before its runs"]
+    assert verdict_table([parity])["declared"].tolist() == ["–"]
 
 
 def test_a_two_sided_verdict_against_the_source_s_direction_says_so(committed_verdicts):

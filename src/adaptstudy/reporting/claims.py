@@ -1,6 +1,7 @@
-"""Claims declared before the runs that judge them, as data (`declarations`): each chapter's `claims.yaml` holds
-every claim's design and ledger; its code builds the units' arms from the runs and `verdict_of` judges them under
-the design — which units enter, the regime for runs that learned nothing, the quantity, the rule.
+"""Claims declared as data (`declarations`; most before the runs that judge them, the rest marked post hoc): each
+chapter's `claims.yaml` holds every claim's design and ledger; its code builds the units' arms from the runs and
+`verdict_of` judges them under the design — which units enter, the regime for runs that learned nothing, the
+quantity, the rule.
 
 One regime for runs that learned nothing, in every chapter (a design's `collapse: count`): a unit is set aside
 only on selection-stage evidence (an arm's `set_aside`: the selection seed's run at its chosen setting learned

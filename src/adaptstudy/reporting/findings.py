@@ -9,6 +9,7 @@ import pandas as pd
 from adaptstudy.reporting.claims import CLAIMS, DECLARATIONS, Verdict
 from adaptstudy.reporting.declarations import load_declaration
 from adaptstudy.reporting.what_it_takes import what_it_takes
+from adaptstudy.runs.records import made_at
 
 
 def findings_table(chapter: str, verdicts: Sequence[Verdict] = ()) -> pd.DataFrame:
@@ -85,6 +86,12 @@ def _finding(v: Verdict, fresh: Verdict | None, finished: pd.Series | None, hour
         f"{v.claim.sentence} ({v.claim.where}): ours {v.effects()}{why}; the source: {v.claim.published}. "
         f"On fresh seeds alone: {on_fresh}.{against}{post_hoc}{takes}"
     )
+
+
+def finished_times(*runs: pd.DataFrame) -> pd.Series:
+    """When each run of these labelled runs was first made, by run id (a rerun of a seed is not a new run)."""
+    frames = [pd.Series(made_at(r).to_numpy(), index=r["run_id"]) for r in runs if not r.empty]
+    return pd.concat(frames) if frames else pd.Series(dtype=object)
 
 
 def declared(v: Verdict, finished: pd.Series) -> str:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from adaptstudy.reporting.claims import Claim, Verdict
 from adaptstudy.reporting.evidence import VERDICTS
+from adaptstudy.reporting.findings import declared
 
 VERDICT_COLUMNS = [
     "claim",
@@ -20,6 +21,7 @@ VERDICT_COLUMNS = [
     "interval",
     "rule",
     "rests on",
+    "declared",
     "why",
     "seeds",
     "where",
@@ -27,9 +29,11 @@ VERDICT_COLUMNS = [
 ]
 
 
-def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
+def verdict_table(verdicts: Sequence[Verdict], finished: pd.Series | None = None) -> pd.DataFrame:
     """A chapter's verdicts: the claim, the paper's figure, our effect with its interval (one line per comparison),
-    the fewest reported seeds behind it, the rule, the verdict (one of four) and the reason where not testable."""
+    the fewest reported seeds behind it, the rule, the verdict (one of four), the reason where not testable, and,
+    given the runs' `finished` times by run id (`findings.finished_times`), whether the claim was declared before
+    its runs or after some of them existed (post hoc)."""
     rows = []
     for v in verdicts:
         assert v.verdict in VERDICTS, v.verdict
@@ -47,6 +51,7 @@ def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
                 "verdict": v.verdict,
                 "why": "; ".join(filter(None, [v.reasons(), v.against_source(), v.detail])) or "–",
                 "rests on": v.rests_on(),
+                "declared": declared(v, finished) if finished is not None and v.run_ids else "–",
             }
         )
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
@@ -139,9 +144,10 @@ def _short(value) -> str:
 
 
 PROTOCOL = (
-    "**How a verdict is reached.** Each claim is declared as data (the chapter's `claims.yaml`) before the runs that "
-    "judge it: the paper's sentence, the effect, the arms, the units, the rule; a later change is a dated amendment, "
-    "and the scorecard shows the verdict under each design. The effect is a mean over units of one arm minus another; "
+    "**How a verdict is reached.** Each claim is declared as data (the chapter's `claims.yaml`): the paper's "
+    "sentence, the effect, the arms, the units, the rule; *declared* says whether that was before its runs or after "
+    "some of them existed (*post hoc*). A later change is a dated amendment, and the scorecard shows the verdict "
+    "under each design. The effect is a mean over units of one arm minus another; "
     "its 95% interval a Welch t-interval over the reported seeds, widened by a paired bootstrap over evaluation "
     "examples where the effect is a metric and every run stored its predictions. *holds* / *does not hold*: the "
     "interval lies on one side of the rule's threshold (for a margin: inside it, or wholly outside); *inconclusive*: "

@@ -10,6 +10,7 @@ import pandas as pd
 from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
 from adaptstudy.reporting.dsp.tables import pretraining_cost
 from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast, judge
+from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.verdict_tables import verdict_table
 
 DECLARED = declare_chapter(declaration_path(__file__), "dsp")
@@ -175,7 +176,7 @@ def described_intervals(runs: pd.DataFrame) -> list[str]:
 
 def claims(runs: pd.DataFrame, pretrain_runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """The chapter's verdict table; with the pretraining runs, the adapter claim also says what DAPT cost per mode."""
-    table = verdict_table(verdicts(runs))
+    table = verdict_table(verdicts(runs), finished_times(runs))
     cost = pretraining_cost(pretrain_runs) if pretrain_runs is not None else ""
     if cost:
         last = table.index[table["claim"] == ADAPTER_DAPT.sentence]

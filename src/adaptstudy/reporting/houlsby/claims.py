@@ -15,6 +15,7 @@ from adaptstudy.reporting.baselines import flag_runs, selection_failures
 from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, out_of_order, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
 from adaptstudy.reporting.evidence import Arm, Unit, contrast, judge
+from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.houlsby.choices import (
     at_ablation_rates,
     at_chosen_rates,
@@ -204,7 +205,7 @@ def _variant_units(runs: pd.DataFrame, aside: dict, metric: dict[str, str]) -> d
 
 def claims(runs: pd.DataFrame) -> pd.DataFrame:
     """The chapter's verdict table."""
-    return verdict_table(verdicts(runs))
+    return verdict_table(verdicts(runs), finished_times(runs))
 
 
 def course_reproduction(runs: pd.DataFrame) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from adaptstudy.reporting.baselines import flag_runs
 from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
 from adaptstudy.reporting.common import reported
 from adaptstudy.reporting.evidence import Unit, contrast
+from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.peft.published import PEFT_REPORT_METHODS, PEFT_REPORT_SETTINGS
 from adaptstudy.reporting.peft.tables import at_chosen_rates
 from adaptstudy.reporting.verdict_tables import verdict_table
@@ -122,4 +123,4 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 
 def claims(runs: pd.DataFrame) -> pd.DataFrame:
     """The chapter's verdict table."""
-    return verdict_table(verdicts(runs))
+    return verdict_table(verdicts(runs), finished_times(runs))

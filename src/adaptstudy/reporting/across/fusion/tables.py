@@ -27,6 +27,7 @@ from adaptstudy.reporting.baselines import (
 from adaptstudy.reporting.claims import Verdict, arm, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, mean_sd, scale_note
 from adaptstudy.reporting.evidence import Unit, contrast
+from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.published import published_frame
 from adaptstudy.reporting.selection import choose_learning_rates
 from adaptstudy.reporting.verdict_tables import verdict_table
@@ -284,7 +285,7 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 
 def claims(runs: pd.DataFrame) -> pd.DataFrame:
     """The fusion half's verdict table."""
-    return verdict_table(verdicts(runs))
+    return verdict_table(verdicts(runs), finished_times(runs))
 
 
 def chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:

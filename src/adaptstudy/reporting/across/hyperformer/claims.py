@@ -24,6 +24,7 @@ from adaptstudy.reporting.baselines import selection_failures, validation_learne
 from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, reported
 from adaptstudy.reporting.evidence import Unit, contrast
+from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.verdict_tables import verdict_table
 
 DECLARED = declare_chapter(declaration_path(__file__), "hyperformer")
@@ -104,4 +105,4 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
 
 def claims(runs: pd.DataFrame) -> pd.DataFrame:
     """The Hyperformer half's verdict table."""
-    return verdict_table(verdicts(runs))
+    return verdict_table(verdicts(runs), finished_times(runs))
