@@ -28,9 +28,7 @@ class Targets:
 
 FP32_TARGETS = Targets({"sst2": 6.0, "mrpc": 3.0}, 4.0, 0.50, ("mrpc/full", "mlm"), "the fp32 targets (AVX2)")
 TARGETS = {
-    "avx512-bf16": Targets(
-        {"sst2": 3.0, "mrpc": 3.0}, 4.0, 0.40, ("mrpc", "mlm"), "the bf16 targets (an aim)"
-    ),
+    "avx512-bf16": Targets({"sst2": 3.0, "mrpc": 3.0}, 4.0, 0.40, ("mrpc", "mlm"), "the bf16 targets (an aim)"),
     "avx2-fp32": FP32_TARGETS,
 }
 
