@@ -341,3 +341,45 @@ def test_each_setting_is_declared_once_by_its_family_and_the_run_configs_inherit
     assert METHODS.get("houlsby").takes >= {"adapter_size", "adapter_variant", "layer_ablation"}
     with pytest.raises(ConfigError, match="adapter_size: Input should be greater than or equal to 1"):
         validate(MultiTaskConfig, {"tasks": ["rte"], "method": "task_adapters", "adapter_size": 0})
+
+
+SINGLE_TASK = [  # every method a plain fine-tuning config builds (fusion needs trained sources; the rest multi-task)
+    n for n in METHODS.names() if n not in {"fusion", "task_adapters", "hyperformer", "hyperformer++"}
+]
+
+
+@pytest.mark.parametrize("method", SINGLE_TASK)
+def test_every_weight_a_method_adds_is_counted_as_added(method):
+    """A method's added weights are what its registration declares (`Method.adds`): every parameter the method puts
+    beside the backbone's is `is_added`, so `backbone_params` is the backbone's own size whatever the method."""
+    plain = {n for n, _ in _model("full").named_parameters()}
+    model = _model(method, **({"top_k_layers": 2} if method == "top_k" else {}))
+    new = [n for n, _ in model.named_parameters() if n not in plain]
+    assert all(is_added(n) for n in new), [n for n in new if not is_added(n)][:3]
+    assert bool(new) == bool(METHODS.get(method).adds)
+    assert count_parameters(model)["backbone_params"] == count_parameters(_model("full"))["backbone_params"]
+
+
+def test_a_new_family_declares_the_weights_it_adds_and_every_count_follows():
+    """A toy family (a learned scale per attention output) registered with `adds`: its weights are added, not
+    backbone; forgetting `adds` would count them into the backbone (22,567,680 for 22,565,376)."""
+    from torch import nn
+
+    def add_scales(model, config):
+        for layer in model.bert.encoder.layer:
+            layer.attention.output.scaled_bias = nn.Linear(1, H, bias=False)
+        return model
+
+    model = _model("full")
+    backbone = count_parameters(model)["backbone_params"]
+    Method("scaled_bias_forgotten", "?", trainable=lambda *_: True)
+    assert count_parameters(add_scales(_model("full"), None))["backbone_params"] == backbone + L * H  # miscounted
+    try:
+        Method("scaled_bias", "a learned scale per attention output", trainable=lambda *_: True, adds=("scaled_bias",))
+        counts = count_parameters(add_scales(_model("full"), None))
+        assert counts["backbone_params"] == backbone and counts["total_params"] == backbone + HEAD + L * H
+    finally:
+        from adaptstudy.models.methods.base import ADDED_BY
+
+        ADDED_BY.pop("scaled_bias", None)
+        ADDED_BY.pop("scaled_bias_forgotten", None)

@@ -14,7 +14,7 @@ from adaptstudy.common.paths import cache_root
 from adaptstudy.data.splits import subsample
 from adaptstudy.data.tasks import load_task, resolve_task, with_selection
 from adaptstudy.models.backbones import BACKBONES, check_backbone, check_sequence_length, resolve_backbone
-from adaptstudy.models.methods import METHODS, continuing, methods_that, settings_for
+from adaptstudy.models.methods import METHODS, continuing, methods_that, neutral_settings, settings_for
 from adaptstudy.runs.artifacts import FULL_MODES, artifact_base
 from adaptstudy.runs.base import RunConfig, TrainingRun, validate
 from adaptstudy.runs.method_settings import refuse_foreign_settings
@@ -28,23 +28,17 @@ class FinetuneConfig(TrainingRun, *settings_for("finetune")):
 
     LOCATIONS: ClassVar[frozenset[str]] = RunConfig.LOCATIONS | {"keep_adapter"}
 
-    NEUTRAL: ClassVar[dict[str, Any]] = {
+    NEUTRAL: ClassVar[dict[str, Any]] = {  # the run's own settings added later; the methods' are their families'
         "train_fraction": 1.0,
-        "top_k_layers": None,
-        "adapter_init_std": None,
-        "layer_ablation": False,
-        "adapter_variant": None,
         "resplit_train_share": None,
         "max_eval_examples": None,
         "init_from": None,
         "adapter_use": None,
         "adam_beta2": 0.999,
         "adam_epsilon": 1e-8,
-        "fusion_sources": None,
-        "source_settings": None,
-        "fusion_from": None,
         "max_steps": None,
         "selection_split": False,
+        **neutral_settings("finetune"),
     }
 
     task: str | dict[str, Any] = Field("rte", description="a registered task, or a mapping declaring a custom task")

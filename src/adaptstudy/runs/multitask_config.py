@@ -13,7 +13,7 @@ from adaptstudy.common.paths import cache_root
 from adaptstudy.data.splits import selection_splits, subsample
 from adaptstudy.data.tasks import load_task, resolve_task, with_selection
 from adaptstudy.models.backbones import check_backbone, check_sequence_length
-from adaptstudy.models.methods import METHODS, settings_for
+from adaptstudy.models.methods import METHODS, neutral_settings, settings_for
 from adaptstudy.runs.base import TrainingRun, validate
 from adaptstudy.runs.method_settings import refuse_foreign_settings
 
@@ -24,12 +24,11 @@ class MultiTaskConfig(TrainingRun, *settings_for("multitask")):
     """One multi-task (or, with one task, single-task) run under the paper's splits and selection; the settings only
     some methods take are their families' (`models/methods`: `settings`), inherited."""
 
-    NEUTRAL: ClassVar[dict[str, Any]] = {
+    NEUTRAL: ClassVar[dict[str, Any]] = {  # the run's own settings added later; the methods' are their families'
         "adam_beta2": 0.999,
         "adam_epsilon": 1e-8,
-        "hypernetwork_init_std": None,
-        "hypernetwork_learning_rate": None,
         "selection_split": False,
+        **neutral_settings("multitask"),
     }
     RENAMED: ClassVar[frozenset[str]] = frozenset({"split_rule"})
     STUDY: ClassVar[str] = "multitask"

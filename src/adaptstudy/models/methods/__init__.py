@@ -2,7 +2,15 @@
 
 from adaptstudy.models.methods.base import ADAPTER_NAME, PRETRAINED_ADAPTER, Method, count_parameters, is_head
 from adaptstudy.models.methods.bottleneck import adapters_removed
-from adaptstudy.models.methods.registry import METHODS, adapter_modes, continuing, methods_that, settings_for, taking
+from adaptstudy.models.methods.registry import (
+    METHODS,
+    adapter_modes,
+    continuing,
+    methods_that,
+    neutral_settings,
+    settings_for,
+    taking,
+)
 from adaptstudy.models.methods.settings import MethodSettings
 
 __all__ = [
@@ -17,6 +25,7 @@ __all__ = [
     "count_parameters",
     "is_head",
     "methods_that",
+    "neutral_settings",
     "settings_for",
     "taking",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 from adapters.methods.modeling import Adapter
 from torch import nn
@@ -19,11 +20,9 @@ from torch import nn
 ADAPTER_NAME = "task"
 PRETRAINED_ADAPTER = "pretrained"  # an adapter from MLM pretraining, frozen under the task adapter (stack)
 HEAD_PATTERN = re.compile(r"(^|\.)(classifier|pooler|score|heads)\.")
-# Modules the `adapters` package adds (bottleneck adapters, LoRA/IA3, prefixes, soft prompts, Compacter's shared
-# rule, AdapterFusion's attention) and our Hyperformer hypernetworks.
-ADDED_PATTERN = re.compile(
-    r"(^|\.)(adapters|loras|prefix_tuning|prompt_tuning|shared_parameters|hypernetworks|adapter_fusion_layer)\."
-)
+# The module names the weights each method adds sit under (`Method.adds`), registered with the method: what
+# `is_added` and every parameter count ask, so a method family declares its added weights in one place.
+ADDED_BY: dict[str, frozenset[str]] = {}
 LAYER_PATTERN = re.compile(r"\.layer\.(\d+)\.")
 
 
@@ -51,8 +50,15 @@ def is_adapter(name: str) -> bool:
 
 
 def is_added(name: str) -> bool:
-    """A weight that a method added to the backbone (adapter, LoRA, prefix, prompt, ...)."""
-    return bool(ADDED_PATTERN.search(name))
+    """A weight that a method added to the backbone (adapter, LoRA, prefix, prompt, ...): under a module name some
+    method declares it adds (`Method.adds`)."""
+    return bool(_added_pattern(frozenset().union(*ADDED_BY.values())).search(name))
+
+
+@cache
+def _added_pattern(names: frozenset[str]) -> re.Pattern:
+    alternatives = "|".join(sorted(map(re.escape, names))) or "(?!)"
+    return re.compile(rf"(^|\.)({alternatives})\.")
 
 
 def is_embedding(name: str) -> bool:
@@ -74,6 +80,9 @@ class Method:
     trainable: Callable[[str, nn.Module, object], bool] = field(repr=False)  # (parameter name, model, config)
     prepare: Callable[[nn.Module, object], nn.Module] = field(default=lambda model, config: model, repr=False)
     default_learning_rate: float = 2e-5
+    # the module names the weights it adds to the backbone sit under ("adapters", "loras"): `is_added` and every
+    # parameter count read them (a selective method adds none)
+    adds: tuple[str, ...] = ()
     # the settings models (`settings.MethodSettings`) of the run settings only methods naming them take: a run of any
     # other method refuses them, naming these; the run configs inherit their fields
     settings: tuple[type, ...] = ()
@@ -98,6 +107,7 @@ class Method:
             missing.append(f"continues pretraining mode {self.continues!r} but has no `pretraining_adapter`")
         if missing:
             raise ValueError(f"method {self.name!r}: {'; '.join(missing)}")
+        ADDED_BY[self.name] = frozenset(self.adds)
 
     @property
     def takes(self) -> frozenset[str]:

@@ -27,6 +27,8 @@ from adaptstudy.models.methods.settings import MethodSettings
 class AdapterWidth(MethodSettings):
     """Methods that add bottleneck adapters (single-task and multi-task runs)."""
 
+    IN_EVERY_RUN_ID: ClassVar[frozenset[str]] = frozenset({"adapter_size"})
+
     adapter_size: int | None = Field(
         None, ge=1, description="adapter methods: bottleneck width (None: the method's default)"
     )

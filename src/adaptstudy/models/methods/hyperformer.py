@@ -43,6 +43,7 @@ class HypernetworkSettings(MethodSettings):
     """The hypernetworks' switches, initialisation and rate, and few-shot transfer (multi-task runs)."""
 
     RUNS: ClassVar[frozenset[str]] = frozenset({"multitask"})
+    IN_EVERY_RUN_ID: ClassVar[frozenset[str]] = frozenset({"conditional_layer_norm", "task_projector", "transfer_from"})
 
     conditional_layer_norm: bool = Field(True, description="hyperformer: a generated layer norm inside each adapter")
     task_projector: bool = Field(True, description="hyperformer: the task embedding goes through the projector MLP")

@@ -31,17 +31,20 @@ def from_library(
     description: str,
     config_class: str,
     learning_rate: float,
+    adds: tuple[str, ...],
     changes_sequence: bool = False,
     continues: str | None = None,
     **options,
 ) -> Method:
-    """A method the `adapters` package implements: what it adds trains, with the head; nothing else does."""
+    """A method the `adapters` package implements: what it adds (under the module names `adds`) trains, with the
+    head; nothing else does."""
     return Method(
         name,
         description + " + head",
         trainable=lambda n, *_: is_added(n) or is_head(n),
         prepare=_library_method(config_class, **options),
         default_learning_rate=learning_rate,
+        adds=adds,
         changes_sequence=changes_sequence,
         continues=continues,
         pretraining_adapter=(lambda hidden, width: getattr(adapters, config_class)(**options)) if continues else None,

@@ -73,6 +73,11 @@ def settings_for(run: str) -> tuple[type[MethodSettings], ...]:
     return tuple(dict.fromkeys(models))
 
 
+def neutral_settings(run: str) -> dict[str, object]:
+    """The method settings a kind of run keeps out of its ids at their defaults (`MethodSettings.neutral`)."""
+    return {name: value for model in settings_for(run) for name, value in model.neutral().items()}
+
+
 def adapter_modes() -> tuple[str, ...]:
     """The pretraining modes that train an adapter (02_dapt): the ones some method continues."""
     return tuple(sorted({m.continues for m in (METHODS.get(n) for n in METHODS.names()) if m.continues}))
@@ -92,6 +97,7 @@ for _m in (
         trainable=lambda n, *_: is_adapter(n) or is_layer_norm(n) or is_head(n),
         prepare=add_houlsby,
         default_learning_rate=1e-3,
+        adds=("adapters",),
         settings=(*BOTTLENECK, HoulsbyVariant),
         default_adapter_size=64,
         stackable=True,
@@ -103,6 +109,7 @@ for _m in (
         trainable=lambda n, *_: is_adapter(n) or is_head(n),
         prepare=add_pfeiffer,
         default_learning_rate=1e-3,
+        adds=("adapters",),
         settings=BOTTLENECK,
         default_adapter_size=64,
         continues="seq_bn",
@@ -123,6 +130,7 @@ for _m in (
         trainable=lambda n, *_: ".adapter_fusion_layer." in n or is_head(n),
         prepare=add_fusion,
         default_learning_rate=5e-5,
+        adds=("adapters", "adapter_fusion_layer"),
         settings=(FusionSettings,),
     ),
     Method(
@@ -132,6 +140,7 @@ for _m in (
         trainable=lambda n, *_: True,
         prepare=add_task_adapters,
         default_learning_rate=1e-4,
+        adds=("adapters",),
         settings=BOTTLENECK,
         default_adapter_size=24,
         per_task_adapters=True,
@@ -175,6 +184,7 @@ for _m in (
             trainable=lambda n, *_: is_added(n) or is_layer_norm(n) or is_head(n),
             prepare=hypernetwork_method(shared),
             default_learning_rate=3e-4,
+            adds=("hypernetworks",),
             settings=(*BOTTLENECK, HypernetworkSettings),
             default_adapter_size=24,
             own_rate=at_own_rate,
@@ -190,6 +200,7 @@ for _m in (
         f"{PROMPT_TOKENS} soft-prompt tokens prepended to the input embeddings (Lester et al. 2021)",
         "PromptTuningConfig",
         3e-2,
+        ("prompt_tuning",),
         changes_sequence=True,
         prompt_length=PROMPT_TOKENS,
     ),
@@ -198,12 +209,14 @@ for _m in (
         "LoRA (Hu et al. 2022) on the query and value projections, r 8, alpha 8 (adapters' defaults)",
         "LoRAConfig",
         1e-3,
+        ("loras",),
     ),
     from_library(
         "ia3",
         "IA3 (Liu et al. 2022): learned scaling of keys, values and the feed-forward activations",
         "IA3Config",
         3e-3,
+        ("loras",),
     ),
     from_library(
         "prefix_tuning",
@@ -211,6 +224,7 @@ for _m in (
         "reparameterising MLP (adapters' defaults; the MLP trains and counts)",
         "PrefixTuningConfig",
         1e-3,
+        ("prefix_tuning",),
         changes_sequence=True,
     ),
     from_library(
@@ -219,6 +233,7 @@ for _m in (
         "factor 32, n 4 (adapters' defaults)",
         "CompacterConfig",
         3e-3,
+        ("adapters", "shared_parameters"),
     ),
     from_library(
         "unipelt",
@@ -226,6 +241,7 @@ for _m in (
         "(10 tokens) and a seq_bn adapter (reduction factor 16)",
         "UniPELTConfig",
         1e-3,
+        ("loras", "prefix_tuning", "adapters"),
         changes_sequence=True,
         continues="unipelt",
     ),

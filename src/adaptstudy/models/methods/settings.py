@@ -10,6 +10,14 @@ from pydantic import BaseModel
 
 
 class MethodSettings(BaseModel):
-    """A family's settings; `RUNS`: the kinds of run that offer them (fine-tuning, multi-task)."""
+    """A family's settings; `RUNS`: the kinds of run that offer them (fine-tuning, multi-task). A setting enters a
+    run's id only where it is not at its default, so a setting added to a family leaves every earlier run's id as it
+    was; `IN_EVERY_RUN_ID` names those that were in run ids from the start, at any value."""
 
     RUNS: ClassVar[frozenset[str]] = frozenset({"finetune", "multitask"})
+    IN_EVERY_RUN_ID: ClassVar[frozenset[str]] = frozenset()
+
+    @classmethod
+    def neutral(cls) -> dict[str, object]:
+        """The settings kept out of a run's id at these values: every field's default, but `IN_EVERY_RUN_ID`."""
+        return {name: f.default for name, f in cls.model_fields.items() if name not in cls.IN_EVERY_RUN_ID}
