@@ -167,5 +167,5 @@ def test_fresh_runs_keep_the_choosing_seed_and_the_reported_runs_after_the_desig
         }
     )
     design = datetime(2026, 12, 1, tzinfo=timezone.utc)
-    assert list(fresh_runs(runs, design, chooser=0)["run_id"]) == ["chose-old", "fresh", "at-design"]
-    assert list(fresh_runs(runs, design, chooser=None)["run_id"]) == ["fresh", "at-design"]
+    assert list(fresh_runs(runs, design, selection_seed=0)["run_id"]) == ["chose-old", "fresh", "at-design"]
+    assert list(fresh_runs(runs, design, selection_seed=None)["run_id"]) == ["fresh", "at-design"]

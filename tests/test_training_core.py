@@ -138,7 +138,7 @@ def test_a_resumed_run_costs_the_seconds_of_all_its_sessions_and_keeps_its_epoch
     kept = last_complete_checkpoint(folder)  # the last step but one
     marker = read_marker(kept)
     assert 0 < marker[core.SECONDS] <= first["train_runtime_s"] + first["eval_runtime_s"]
-    here = core.here(device.resolve_precision(settings.precision))
+    here = core.this_session(device.resolve_precision(settings.precision))
     assert marker[core.SESSIONS] == [here]
     elsewhere = {"precision": "bf16" if here["precision"] == "fp32" else "fp32", "cpu_capability": "AVX512"}
     # an earlier session of 1,000 s, on the other machine kind

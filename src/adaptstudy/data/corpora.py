@@ -44,9 +44,6 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-BROWN_PRESS = "abc"  # Brown's categories A-C: press reportage, editorials and reviews
-
-
 def _brown(root: Path, categories: str = "a-r") -> list[str]:
     """Brown corpus paragraphs with the part-of-speech tags taken off (`The/at jury/nn` -> `The jury`), from the
     files of `categories` (a character class of Brown's category letters)."""

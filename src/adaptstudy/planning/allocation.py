@@ -43,7 +43,9 @@ from adaptstudy.runs.records import read_records
 from adaptstudy.training.runner import prerequisites
 
 SHORT_RUN_S = 120.0  # a run under 2 minutes gets 5 fresh seeds, else 3
-ELSEWHERE = {"houlsby": "confirmed by the stage 2 of the chapter's new selection (the extended selection), not here"}
+NOT_ALLOCATED_HERE = {
+    "houlsby": "confirmed by the stage 2 of the chapter's new selection (the extended selection), not here"
+}
 WHOLE_SPLIT = {"dsp"}  # chapters whose fresh runs evaluate the whole split, not the capped 500
 PER_RUN = ("seed", "results_dir", "data_dir")
 
@@ -139,7 +141,7 @@ def allocate(
     for v in verdicts:
         chapter = v.claim.chapter
         state = status(v, finished)
-        why = ELSEWHERE.get(chapter) or (
+        why = NOT_ALLOCATED_HERE.get(chapter) or (
             "confirmatory already"
             if state.startswith("confirmatory")
             else "no runs"

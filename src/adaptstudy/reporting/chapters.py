@@ -27,7 +27,7 @@ class Chapter:
     study: str | None = None  # its records' folder under results/ (None: it reads no run records)
     label_runs: Callable[[pd.DataFrame], pd.DataFrame] = lambda runs: runs
     verdicts: Callable[[pd.DataFrame], list[Verdict]] = lambda runs: []  # none: it judges no claim
-    chooser: int | None = 0  # the seed that chose settings on the selection split (never reported); None: none
+    selection_seed: int | None = 0  # the seed that chose settings on the selection split (never reported); None: none
     described: Callable[[pd.DataFrame], list[str]] = lambda runs: []  # intervals its descriptive tables state
     # what else decides its verdicts, by part (`reporting.protocol`): its grids (rates, epochs, seeds, evaluation
     # caps) and its selection and tie rules; the code building its arms and the shared parts are added there
@@ -35,7 +35,7 @@ class Chapter:
 
     def fresh_verdicts(self, runs: pd.DataFrame, verdicts: list[Verdict]) -> list[Verdict]:
         """`verdicts`' claims judged on the labelled `runs` made after each claim's design alone (confirmatory)."""
-        return fresh_verdicts(runs, verdicts, self.verdicts, self.chooser)
+        return fresh_verdicts(runs, verdicts, self.verdicts, self.selection_seed)
 
 
 CHAPTERS: Registry[Chapter] = Registry("chapter")

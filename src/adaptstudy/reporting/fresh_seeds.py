@@ -11,26 +11,29 @@ from adaptstudy.reporting.claims import Verdict
 from adaptstudy.runs.records import made_at
 
 
-def fresh_runs(runs: pd.DataFrame, since: datetime, chooser: int | None) -> pd.DataFrame:
+def fresh_runs(runs: pd.DataFrame, since: datetime, selection_seed: int | None) -> pd.DataFrame:
     """The reported runs first made at or after `since` (`made_at`: a rerun of a seed is not fresh), with every run
     of the seed that chose settings (never reported: its runs choose, whenever they ran)."""
     if runs.empty:
         return runs
     fresh = pd.to_datetime(made_at(runs), utc=True, format="ISO8601") >= pd.Timestamp(since)
-    keep = fresh | (runs["seed"] == chooser) if chooser is not None else fresh
+    keep = fresh | (runs["seed"] == selection_seed) if selection_seed is not None else fresh
     return runs[keep].reset_index(drop=True)
 
 
 def fresh_verdicts(
-    runs: pd.DataFrame, verdicts: list[Verdict], judge: Callable[[pd.DataFrame], list[Verdict]], chooser: int | None
+    runs: pd.DataFrame,
+    verdicts: list[Verdict],
+    judge: Callable[[pd.DataFrame], list[Verdict]],
+    selection_seed: int | None,
 ) -> list[Verdict]:
     """Each of `verdicts`' claims judged again on the runs made after its design was last set (its declaration or
     last amendment), alone: its confirmatory verdict, for the claims some such run exists for. `runs` are the
-    chapter's labelled runs, `judge` its verdicts function, `chooser` the seed that chose settings."""
+    chapter's labelled runs, `judge` its verdicts function, `selection_seed` the seed that chose settings."""
     out = []
     for since in sorted({v.claim.declared.last_change for v in verdicts}):
-        fresh = fresh_runs(runs, since, chooser)
-        if fresh.empty or (chooser is not None and (fresh["seed"] == chooser).all()):
+        fresh = fresh_runs(runs, since, selection_seed)
+        if fresh.empty or (selection_seed is not None and (fresh["seed"] == selection_seed).all()):
             continue
         keys = {v.claim.key for v in verdicts if v.claim.declared.last_change == since}
         out += [v for v in judge(fresh) if v.claim.key in keys and v.run_ids]

@@ -10,10 +10,10 @@ import numpy as np
 
 from adaptstudy.common.paths import PROJECT_ROOT
 
-KEPT = PROJECT_ROOT / "benchmarks" / "results" / "token_lengths.json"
+TOKEN_LENGTHS_FILE = PROJECT_ROOT / "benchmarks" / "results" / "token_lengths.json"
 
 
-def token_lengths(name: str, path: Path = KEPT) -> np.ndarray:
+def token_lengths(name: str, path: Path = TOKEN_LENGTHS_FILE) -> np.ndarray:
     """The lengths of set `name`, one per text in increasing order, from the kept histogram."""
     kept = json.loads(Path(path).read_text(encoding="utf-8"))
     if name not in kept["sets"]:

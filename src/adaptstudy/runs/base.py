@@ -53,14 +53,14 @@ class RunConfig(BaseModel):
     """The settings of one run (fine-tuning, pretraining, multi-task training): frozen, strict, identified.
 
     A run's identity is its resolved settings without where data, results and checkpoints live (`LOCATIONS`).
-    Settings added after records were first committed (`NEUTRAL`) enter it only when not at their neutral
+    Settings added after records were first committed (`OUT_OF_RUN_ID`) enter it only when not at their neutral
     value, so that every earlier run keeps its id.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     LOCATIONS: ClassVar[frozenset[str]] = frozenset({"data_dir", "results_dir", "checkpoint_every_s"})
-    NEUTRAL: ClassVar[dict[str, Any]] = {}
+    OUT_OF_RUN_ID: ClassVar[dict[str, Any]] = {}  # setting -> the value at which it stays out of the run id
     RENAMED: ClassVar[frozenset[str]] = frozenset()  # old names still read (a `mode="before"` validator maps them)
     STUDY: ClassVar[str] = "finetune"  # results/<STUDY> when results_dir is not given
 
@@ -71,7 +71,7 @@ class RunConfig(BaseModel):
     def identity(self) -> dict[str, Any]:
         """What makes a run this run: everything but where data and results live."""
         identity = self.resolved().model_dump(exclude=set(self.LOCATIONS))
-        for name, neutral in self.NEUTRAL.items():
+        for name, neutral in self.OUT_OF_RUN_ID.items():
             if identity[name] == neutral:
                 del identity[name]
         return self.refine_identity(identity)

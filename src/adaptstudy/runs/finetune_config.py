@@ -28,7 +28,7 @@ class FinetuneConfig(TrainingRun, *settings_for("finetune")):
 
     LOCATIONS: ClassVar[frozenset[str]] = RunConfig.LOCATIONS | {"keep_adapter"}
 
-    NEUTRAL: ClassVar[dict[str, Any]] = {  # the run's own settings added later; the methods' are their families'
+    OUT_OF_RUN_ID: ClassVar[dict[str, Any]] = {  # the run's own settings added later; the methods' are their families'
         "train_fraction": 1.0,
         "resplit_train_share": None,
         "max_eval_examples": None,

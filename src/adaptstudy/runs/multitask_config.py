@@ -24,7 +24,7 @@ class MultiTaskConfig(TrainingRun, *settings_for("multitask")):
     """One multi-task (or, with one task, single-task) run under the paper's splits and selection; the settings only
     some methods take are their families' (`models/methods`: `settings`), inherited."""
 
-    NEUTRAL: ClassVar[dict[str, Any]] = {  # the run's own settings added later; the methods' are their families'
+    OUT_OF_RUN_ID: ClassVar[dict[str, Any]] = {  # the run's own settings added later; the methods' are their families'
         "adam_beta2": 0.999,
         "adam_epsilon": 1e-8,
         "selection_split": False,

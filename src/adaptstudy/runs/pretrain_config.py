@@ -26,7 +26,7 @@ class PretrainConfig(TrainingRun):
     """One masked-LM pretraining run on a corpus, from a backbone or from an earlier run's artifact."""
 
     LOCATIONS: ClassVar[frozenset[str]] = TrainingRun.LOCATIONS | {"output_dir"}
-    NEUTRAL: ClassVar[dict[str, Any]] = {"adam_beta2": 0.98, "adam_epsilon": 1e-6}
+    OUT_OF_RUN_ID: ClassVar[dict[str, Any]] = {"adam_beta2": 0.98, "adam_epsilon": 1e-6}
     STUDY: ClassVar[str] = "pretrain"
 
     corpus: str = Field(description="a registered corpus, or task:<name> (TAPT: the task's training texts)")

@@ -92,7 +92,9 @@ class Session:
         self.seconds_before = 0.0  # the sessions' before the resume; None where the checkpoint predates the ledger
         self._steps = 0
         self.precision = self._precision()
-        self.sessions = [here(self.precision)]  # the machine of every session that trained the run, this one last
+        self.sessions = [
+            this_session(self.precision)
+        ]  # the machine of every session that trained the run, this one last
         self.diverged: dict[str, Any] | None = None  # the divergence rule's evidence, where the run tripped it
         self.resumed_order: str | None = None  # a resumed run's: were its batches in the uninterrupted run's order
 
@@ -171,12 +173,12 @@ class Session:
         marker = self.marker if self.resume else {LOSS_SUM: 0.0, SECONDS: 0.0}
         guard = StopOnDivergence(trainer, marker.get(FIRST_LOSS), self.config.run_id)
         trainer.add_callback(guard)
-        before = _known(marker.get(LOSS_SUM))
+        before = _sum_or_none(marker.get(LOSS_SUM))
         pending = marker.get(SINCE_LOG) if self.resume and before is not None else None
         if pending is not None:  # the steps since the last log before the resume join the next log: not counted twice
             before -= pending[0]
-        self.seconds_before = _known(marker.get(SECONDS))
-        self.sessions = [*marker.get(SESSIONS, []), here(self.precision)]
+        self.seconds_before = _sum_or_none(marker.get(SECONDS))
+        self.sessions = [*marker.get(SESSIONS, []), this_session(self.precision)]
         if before is None:
             warnings.warn(f"{self.resume} predates loss sums: train_loss leaves out the steps before it", stacklevel=2)
         if self.seconds_before is None:
@@ -209,7 +211,7 @@ class Session:
         return output
 
 
-def here(precision: str) -> dict[str, str]:
+def this_session(precision: str) -> dict[str, str]:
     """What a session trains with on this machine: a run resumed on another machine kind (AVX2 after AVX512-BF16)
     trains its later steps in another precision, and its record has to say so."""
     return {
@@ -219,7 +221,7 @@ def here(precision: str) -> dict[str, str]:
     }
 
 
-def _known(value: float | None) -> float | None:
+def _sum_or_none(value: float | None) -> float | None:
     """A marker's sum, None where it is missing or NaN (a checkpoint resumed from one that predates the ledger)."""
     return None if value is None or math.isnan(value) else float(value)
 

@@ -11,7 +11,7 @@ CHAPTER = register(
         study="dsp",
         label_runs=tables.label_runs,
         verdicts=claims.verdicts,
-        chooser=None,
+        selection_seed=None,
         described=claims.described_intervals,
         protocol={
             "grids (settings, seeds, evaluation caps)": (

@@ -11,7 +11,7 @@ CHAPTER = register(
         study="houlsby",
         label_runs=tables.label_runs,
         verdicts=claims.verdicts,
-        chooser=0,
+        selection_seed=0,
         protocol={
             "selection grids (rates, epochs)": (grid("cpu/houlsby_select.yaml"), grid("cpu/houlsby_extend.yaml")),
             "report grid (seeds, evaluation caps)": (grid("cpu/houlsby_report.yaml"),),

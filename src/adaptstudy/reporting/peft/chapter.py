@@ -11,7 +11,7 @@ CHAPTER = register(
         study="peft_imdb",
         label_runs=tables.label_runs,
         verdicts=claims.verdicts,
-        chooser=0,
+        selection_seed=0,
         protocol={
             "selection grid (rates)": (grid("cpu/peft_imdb_select.yaml"),),
             "report grids (seeds, evaluation caps)": (

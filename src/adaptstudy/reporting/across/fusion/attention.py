@@ -95,7 +95,9 @@ def _own_weight(task: str, runs: pd.DataFrame, aside: str) -> Unit | None:
     return contrast(task, _fused(scores, at_chance, runs, aside), 0.0)
 
 
-OWN_MOST = "own − largest other"  # the comparisons of the restated claims (2026-12-03); '' keeps the earlier ones
+OWN_AGAINST_LARGEST = (
+    "own − largest other"  # the comparisons of the restated claims (2026-12-03); '' keeps the earlier ones
+)
 OWN_WEIGHT = "own weight"
 
 
@@ -109,7 +111,7 @@ def attention_verdicts(cells: pd.DataFrame, aside: dict[str, str]) -> list[Verdi
         why = aside.get(task, "")
         for claim, name, unit in (
             ("own", "", _unit(task, mine, (task,), why)),
-            ("own", OWN_MOST, _own_against_others(task, mine, why)),
+            ("own", OWN_AGAINST_LARGEST, _own_against_others(task, mine, why)),
             ("related", "", _unit(task, mine, sources, why)),
             ("related", OWN_WEIGHT, _own_weight(task, mine, why)),
         ):

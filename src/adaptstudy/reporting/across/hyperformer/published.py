@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from adaptstudy.reporting.published import Published
 
-MAHABADI_2021 = (
-    "Mahabadi et al. 2021, Parameter-efficient Multi-task Fine-tuning for Transformers via Shared Hypernetworks (ACL)"
-)
 HYPER_COLUMNS = ("cola", "sst2", "mrpc", "stsb", "rte", "average (8 tasks)")
 # Table 1 (T5-base, GLUE, the paper's test split); MRPC and STS-B as the paper's two numbers, in its order (accuracy/F1,
 # Pearson/Spearman).
