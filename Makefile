@@ -35,21 +35,16 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
 
-# Every notebook on smoke parameters (what the end-to-end tests also do).
+# Every notebook on smoke parameters (what the end-to-end tests also do): the training notebooks, then every page of
+# the book (book/_toc.yml), on the committed results.
 smoke: setup
 	mkdir -p /tmp/adaptstudy-smoke
 	$(PAPERMILL) notebooks/01_data_prep.ipynb /tmp/adaptstudy-smoke/01.ipynb -f params/smoke/data_prep.yaml
 	$(PAPERMILL) notebooks/02_dapt.ipynb /tmp/adaptstudy-smoke/02.ipynb -f params/smoke/dapt.yaml -p results_dir /tmp/adaptstudy-smoke/pretrain
 	$(PAPERMILL) notebooks/03_tapt.ipynb /tmp/adaptstudy-smoke/03.ipynb -f params/smoke/tapt.yaml -p results_dir /tmp/adaptstudy-smoke/pretrain
 	$(PAPERMILL) notebooks/04_finetune.ipynb /tmp/adaptstudy-smoke/04.ipynb -f params/smoke/finetune.yaml -p results_dir /tmp/adaptstudy-smoke/results
-	$(PAPERMILL) notebooks/06_analysis.ipynb /tmp/adaptstudy-smoke/06.ipynb
-	$(PAPERMILL) notebooks/06_analysis_efficiency.ipynb /tmp/adaptstudy-smoke/06e.ipynb
 	$(PAPERMILL) notebooks/05_sweep.ipynb /tmp/adaptstudy-smoke/05.ipynb -p sweep params/smoke/sweep.yaml -p results_dir /tmp/adaptstudy-smoke/sweep
-	$(PAPERMILL) notebooks/06_analysis_houlsby.ipynb /tmp/adaptstudy-smoke/06h.ipynb
-	$(PAPERMILL) notebooks/06_analysis_peft.ipynb /tmp/adaptstudy-smoke/06p.ipynb
-	$(PAPERMILL) notebooks/06_analysis_dsp.ipynb /tmp/adaptstudy-smoke/06d.ipynb
-	$(PAPERMILL) notebooks/06_analysis_across.ipynb /tmp/adaptstudy-smoke/06a.ipynb
-	$(PAPERMILL) notebooks/06_scorecard.ipynb /tmp/adaptstudy-smoke/06s.ipynb
+	for page in $(PAGES); do $(PAPERMILL) notebooks/$$page.ipynb /tmp/adaptstudy-smoke/$$page.ipynb || exit 1; done
 
 # The throughput benchmark (issue: fast training); --quick takes a few minutes.
 benchmark: setup

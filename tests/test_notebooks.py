@@ -76,21 +76,20 @@ def test_the_chained_format_pattern_catches_the_styler_reset_it_names():
     assert not CHAINED_FORMAT.search('x.style.format({"a": "{:g}"}, precision=1).hide(axis="index")')
 
 
-# The model each notebook validates its parameters against: every setting of it can be given to the notebook.
-MODELS = {
-    "01_data_prep.ipynb": DataPrepParams,
-    "02_dapt.ipynb": PretrainConfig,
-    "03_tapt.ipynb": PretrainConfig,
-    "04_finetune.ipynb": FinetuneConfig,
-    "05_sweep.ipynb": SweepParams,
-    "06_analysis.ipynb": AnalysisParams,
-    "06_analysis_across.ipynb": AnalysisParams,
-    "06_analysis_dsp.ipynb": AnalysisParams,
-    "06_analysis_efficiency.ipynb": BenchmarkParams,
-    "06_analysis_houlsby.ipynb": AnalysisParams,
-    "06_scorecard.ipynb": AnalysisParams,
-    "06_analysis_peft.ipynb": AnalysisParams,
-}
+# The model each notebook validates its parameters against, as its own parameters cell names it (every setting of
+# it can be given to the notebook): a new notebook or page needs no line here.
+PARAMETER_MODELS = {m.__name__: m for m in (DataPrepParams, PretrainConfig, FinetuneConfig, SweepParams)}
+PARAMETER_MODELS |= {m.__name__: m for m in (AnalysisParams, BenchmarkParams)}
+
+
+def parameters_model(path: Path) -> type:
+    code = "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+    named = re.search(r"nb\.parameters\(globals\(\), _declared, (\w+)", code)
+    assert named, f"{path.name}: no `nb.parameters(globals(), _declared, Model)` call"
+    return PARAMETER_MODELS[named.group(1)]
+
+
+MODELS = {p.name: parameters_model(p) for p in NOTEBOOKS}
 
 # A valid value for each setting, away from its default where that is possible, with what it needs beside it
 # (as papermill would inject them: plain literals). A setting missing here is given its default.
