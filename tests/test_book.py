@@ -6,9 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from adaptstudy.common.development_refs import development_references
+from adaptstudy.reporting.chapters import book_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,7 +19,13 @@ import importlib, pkgutil, sys
 import adaptstudy.reporting as reporting
 for module in pkgutil.walk_packages(reporting.__path__, "adaptstudy.reporting."):
     importlib.import_module(module.name)
-print(" ".join(m for m in ("torch", "transformers", "adapters", "peft", "evaluate") if m in sys.modules))
+print(" ".join(m for m in ("torch", "transformers", "adapters", "peft", "evaluate", "datasets") if m in sys.modules))
+"""
+
+PAGE_IMPORTS = """
+import sys
+exec(compile(sys.stdin.read(), "page", "exec"))
+print(" ".join(m for m in ("torch", "transformers", "adapters", "peft", "evaluate", "datasets") if m in sys.modules))
 """
 
 
@@ -25,6 +33,22 @@ def test_the_report_loads_no_training_library():
     """import-linter sees our imports only; this sees what the libraries we import bring in (`evaluate` brought in
     transformers and torch until it was imported where training needs it)."""
     out = subprocess.run([sys.executable, "-c", IMPORT_EVERY_REPORT_MODULE], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == []
+
+
+@pytest.mark.parametrize("page", book_pages())
+def test_a_page_of_the_book_imports_no_training_or_data_library(page):
+    """What each analysis notebook imports (its cells up to its parameters cell, the Colab cell aside): the pages run
+    on the committed records alone, so they load neither the training stack nor `datasets`."""
+    cells = [
+        c for c in nbformat.read(ROOT / "notebooks" / f"{page}.ipynb", as_version=4).cells if c.cell_type == "code"
+    ]
+    before = [c.source for c in cells if "colab" not in c.metadata.get("tags", [])]
+    at = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+    source = "\n".join(c.source for c in cells[:at] if "colab" not in c.metadata.get("tags", []))
+    assert before and "import" in source
+    out = subprocess.run([sys.executable, "-c", PAGE_IMPORTS], input=source, capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == []
 
 

@@ -8,9 +8,22 @@ encoding   token ids for training      metrics   the papers' metrics, in points
 describe   a task at a glance
 """
 
+from adaptstudy.data import catalog  # noqa: F401  (registers the tasks)
 from adaptstudy.data.errors import DataNotFoundError, MalformedDataError
-from adaptstudy.data.spec import TASKS, TaskSpec, register_task
-from adaptstudy.data.tasks import load_task, resolve_data_dir, resolve_task
+from adaptstudy.data.spec import TASKS, TaskSpec, register_task, resolve_task
+
+LOADING = ("load_task", "resolve_data_dir")  # from `tasks`, which imports `datasets`: on first use
+
+
+def __getattr__(name: str):
+    """`load_task` and its kin import `datasets` when first asked for, so what reads only task specs and metrics
+    (the report) never loads it."""
+    if name in LOADING:
+        from adaptstudy.data import tasks
+
+        return getattr(tasks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "TASKS",

@@ -13,25 +13,32 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from datasets import Dataset, DatasetDict
 
 from adaptstudy.data.errors import DataNotFoundError, MalformedDataError
 from adaptstudy.data.readers import read_split
 from adaptstudy.data.splits import stratified_split
+
+if TYPE_CHECKING:
+    from datasets import Dataset, DatasetDict
 
 HELPFUL_MIN_VOTES = 5
 HELPFUL_SHARE = 0.75  # helpful if at least this share of the votes say so: splits the mirror's reviews about evenly
 
 
 def _dataset(texts: list[str], labels: list[int], rows: np.ndarray) -> Dataset:
+    from datasets import Dataset  # here, not on import (the report reads this layer)
+
     return Dataset.from_dict({"text_a": [texts[i] for i in rows], "label": [labels[i] for i in rows]})
 
 
 def hyperpartisan(spec, root: Path) -> DatasetDict:
     """SemEval-2019 Task 4 by-article: title and body text of the 645 articles, and a seeded split of the
     paper's sizes (516 / 64 / 65), stratified by label."""
+    from datasets import DatasetDict
+
     articles = root / spec.files["train"]
     truth = articles.with_name(articles.name.replace("articles-", "ground-truth-"))
     if not truth.is_file():
@@ -68,6 +75,8 @@ def agnews(spec, root: Path) -> DatasetDict:
     """AG News: train and a held-out dev set (1,000, stratified) from the mirror's `dev.tsv` (drawn from the
     official train set), after removing its repeated articles and those also in the official test set
     (AGNEWS_DROPPED); the official test set as test. Title and description are one text column there."""
+    from datasets import DatasetDict
+
     test = read_split(spec, root / spec.files["test"])
     source = read_split(spec, root / spec.files["train"])
     source = source.select(first_of_each_text(source["text_a"], exclude=set(test["text_a"])))
@@ -125,6 +134,8 @@ def helpfulness_split(root: Path) -> dict[str, list[dict]]:
 
 
 def helpfulness(spec, root: Path) -> DatasetDict:
+    from datasets import Dataset, DatasetDict
+
     return DatasetDict(
         {
             name: Dataset.from_dict({"text_a": [r["text"] for r in rows], "label": [r["label"] for r in rows]})

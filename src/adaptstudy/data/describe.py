@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-from datasets import DatasetDict
 
 from adaptstudy.data.spec import TaskSpec
+
+if TYPE_CHECKING:  # a type only: the book's pages describe data from committed files without `datasets`
+    from datasets import DatasetDict
 
 
 def describe_task(splits: DatasetDict, tokenizer, spec: TaskSpec, max_seq_length: int) -> dict:

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from datasets import Dataset, DatasetDict
 
 from adaptstudy.data.errors import DataNotFoundError, MalformedDataError
 
 if TYPE_CHECKING:
+    from datasets import Dataset, DatasetDict
+
     from adaptstudy.data.spec import TaskSpec
 
 DATA_ENV = "ADAPTSTUDY_DATA"
@@ -57,6 +58,8 @@ def _read_split(spec: TaskSpec, path: Path) -> Dataset:
         columns["label"].append(_parse_label(spec, row[spec.label_field], path, lineno))
     if not columns["label"]:
         raise MalformedDataError(f"{path}: no rows")
+    from datasets import Dataset  # here, not on import: the report reads this layer without `datasets`
+
     return Dataset.from_dict(columns)
 
 
@@ -123,6 +126,8 @@ def load_from_hub(spec: TaskSpec, root: Path, missing: list[Path]) -> DatasetDic
             where + f", or give the machine network access to the Hub ({spec.hub_id}: {type(e).__name__}: {e})."
         ) from e
     fields = spec.hub_text_fields or spec.text_fields
+    from datasets import DatasetDict
+
     out = DatasetDict()
     for split in spec.files:
         ds = raw[spec.hub_splits.get(split, split)]

@@ -104,3 +104,12 @@ def register_task(spec: TaskSpec | Mapping) -> TaskSpec:
     spec = spec if isinstance(spec, TaskSpec) else TaskSpec.model_validate(spec)
     TASKS.add(spec.name, spec)
     return spec
+
+
+def resolve_task(task: str | TaskSpec | Mapping) -> TaskSpec:
+    """A registered name, a `TaskSpec`, or a mapping declaring a custom task."""
+    if isinstance(task, TaskSpec):
+        return task
+    if isinstance(task, Mapping):
+        return TaskSpec.model_validate(task)
+    return TASKS.get(task)

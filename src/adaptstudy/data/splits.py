@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from datasets import Dataset, DatasetDict, concatenate_datasets
-from sklearn.model_selection import train_test_split
 
 if TYPE_CHECKING:
+    from datasets import Dataset, DatasetDict
+
     from adaptstudy.data.spec import TaskSpec
 
 SPLIT_SEED = 0  # splits a builder makes use it, never a run's data_seed: every run sees the same split
@@ -23,6 +23,9 @@ SELECTION_SHARE, SELECTION_CAP = 0.1, 1_000  # the selection split carved from t
 
 def resplit(splits: DatasetDict, spec: TaskSpec, train_share: float, seed: int) -> DatasetDict:
     """All rows of every split pooled, then split `train_share` / rest into train / the evaluation split."""
+    from datasets import DatasetDict, concatenate_datasets  # here, not on import (the report reads this layer)
+    from sklearn.model_selection import train_test_split
+
     pooled = concatenate_datasets([splits[s] for s in splits])
     stratify = None if spec.is_regression else pooled["label"]
     train_idx, eval_idx = train_test_split(
@@ -55,6 +58,8 @@ def subsample_indices(size: int, n: int, seed: int) -> np.ndarray:
 
 def stratified_split(labels: list[int], sizes: dict[str, int | float], seed: int = SPLIT_SEED) -> dict[str, np.ndarray]:
     """Row indices per split: sizes are counts, or shares of the rows; the first split takes the rest."""
+    from sklearn.model_selection import train_test_split
+
     names = list(sizes)
     idx, out = np.arange(len(labels)), {}
     labels = np.asarray(labels)
@@ -70,6 +75,8 @@ def carve_selection(train: Dataset, spec: TaskSpec) -> tuple[Dataset, Dataset]:
     """(the rest of train, a selection split): SELECTION_SHARE of the training rows, at most SELECTION_CAP,
     stratified by label and seeded by SPLIT_SEED, so it is the same for every run of a task whatever its seed or
     training cap. Learning rates, sizes and epochs are chosen on it; the reported split never chooses anything."""
+    from sklearn.model_selection import train_test_split
+
     size = min(SELECTION_CAP, max(1, round(SELECTION_SHARE * len(train))))
     stratify = None if spec.is_regression else train["label"]
     rest, selection = train_test_split(
@@ -82,6 +89,8 @@ def selection_splits(splits: DatasetDict, spec: TaskSpec, seed: int) -> DatasetD
     """train / validation (model selection) / test by the Hyperformer paper's rule: a task with fewer than
     LARGE_TASK training examples gives half its validation set for model selection and half as the test set; a
     larger one holds out HELD_OUT training examples for model selection and uses its validation set as the test set."""
+    from datasets import DatasetDict
+
     train, dev = splits["train"], splits[spec.eval_split]
     order = np.random.default_rng(seed)
     if len(train) < LARGE_TASK:

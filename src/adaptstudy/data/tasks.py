@@ -17,7 +17,7 @@ from adaptstudy.data import catalog  # noqa: F401  (registers the tasks)
 from adaptstudy.data.builders import BUILDERS
 from adaptstudy.data.errors import DataNotFoundError
 from adaptstudy.data.readers import DATA_ENV, load_from_hub, read_split
-from adaptstudy.data.spec import TASKS, TaskSpec
+from adaptstudy.data.spec import TASKS, TaskSpec, resolve_task
 from adaptstudy.data.splits import carve_selection, resplit, subsample
 
 __all__ = [
@@ -29,15 +29,6 @@ __all__ = [
     "resolve_task",
     "with_selection",
 ]
-
-
-def resolve_task(task: str | TaskSpec | Mapping) -> TaskSpec:
-    """A registered name, a `TaskSpec`, or a mapping declaring a custom task."""
-    if isinstance(task, TaskSpec):
-        return task
-    if isinstance(task, Mapping):
-        return TaskSpec.model_validate(task)
-    return TASKS.get(task)
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:

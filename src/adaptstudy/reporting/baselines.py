@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from adaptstudy.data.metrics import compute_metrics
-from adaptstudy.data.tasks import resolve_task
+from adaptstudy.data.spec import resolve_task
 from adaptstudy.runs.predictions import decode
 
 Z = 1.645

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.data.tasks import resolve_task
+from adaptstudy.data.spec import resolve_task
 from adaptstudy.models.backbones import check_backbone, check_sequence_length
 
 

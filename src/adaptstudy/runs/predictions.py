@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import string
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from datasets import Dataset
+
+if TYPE_CHECKING:  # only a type here: the report decodes predictions without loading `datasets`
+    from datasets import Dataset
 
 DIGITS = string.digits + string.ascii_lowercase
 TEXT_COLUMNS = ("text_a", "text_b")

@@ -13,7 +13,7 @@ from transformers import AutoConfig
 
 from adaptstudy.common.paths import cache_root
 from adaptstudy.data.corpora import CORPORA
-from adaptstudy.data.tasks import resolve_task
+from adaptstudy.data.spec import resolve_task
 from adaptstudy.models.backbones import check_backbone, resolve_backbone
 from adaptstudy.models.methods import METHODS, adapter_modes, continuing
 from adaptstudy.runs.artifacts import FULL_MODES, artifact_meta, is_artifact

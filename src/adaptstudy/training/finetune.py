@@ -21,8 +21,7 @@ from transformers import DataCollatorWithPadding, Trainer, set_seed
 
 from adaptstudy.data.encoding import length_order, sort_by_length, tokenize_task
 from adaptstudy.data.metrics import compute_metrics, task_metric
-from adaptstudy.data.spec import TaskSpec
-from adaptstudy.data.tasks import resolve_task
+from adaptstudy.data.spec import TaskSpec, resolve_task
 from adaptstudy.models.backbones import load_tokenizer
 from adaptstudy.models.methods import adapters_removed, count_parameters
 from adaptstudy.models.methods.fusion import mean_attention

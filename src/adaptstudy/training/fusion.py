@@ -10,7 +10,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from adaptstudy.common.files import atomic_folder, mark_complete, read_marker
-from adaptstudy.data.tasks import resolve_task
+from adaptstudy.data.spec import resolve_task
 from adaptstudy.models.methods import ADAPTER_NAME, is_head
 from adaptstudy.models.methods.base import adapter_name
 from adaptstudy.models.methods.fusion import fusion_name

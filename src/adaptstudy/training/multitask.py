@@ -29,7 +29,7 @@ from adaptstudy.common.files import atomic_folder, is_complete, mark_complete
 from adaptstudy.data.encoding import sort_by_length, tokenize_task
 from adaptstudy.data.metrics import compute_metrics
 from adaptstudy.data.sampling import TemperatureBatchSampler
-from adaptstudy.data.tasks import resolve_task
+from adaptstudy.data.spec import resolve_task
 from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.models.fast_dropout import attention_implementation
 from adaptstudy.models.last_layer import train_last_layer_at_queries

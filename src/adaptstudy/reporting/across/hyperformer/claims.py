@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.data.tasks import resolve_task
+from adaptstudy.data.spec import resolve_task
 from adaptstudy.reporting.across.hyperformer.published import HYPER_FEW_SHOT
 from adaptstudy.reporting.across.hyperformer.tables import (
     ABLATED,

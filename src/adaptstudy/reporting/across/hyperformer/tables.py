@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.data.tasks import resolve_task
+from adaptstudy.data.spec import resolve_task
 from adaptstudy.reporting.across.hyperformer.published import (
     HYPER_ABLATED,
     HYPER_ABLATION,
