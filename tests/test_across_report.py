@@ -513,3 +513,22 @@ def test_few_shot_cells_at_chance_are_flagged_counted_and_named(tmp_path, multi_
     why = few.judgements[0].why  # the grid's cells not run (k = 16, 100, ...) make it not testable; k = 4 is not one
     assert "imdb k=16 (0)" in why and "imdb k=4 " not in why and "imdb k=32" not in why
     assert "k=500" not in why  # a published cell the grid never runs would leave the claim not testable for good
+
+
+def test_the_shared_adapter_is_not_called_the_papers_adapters_dagger_nor_mt_a():
+    """Table 1's Adapters† keep one adapter per task (1.07× total = 1 + 8 × 0.82%); ours share one among the tasks:
+    the claim says so, and the chapter's Hyperformer half never calls ours MT-A (the fusion half's per-task
+    adapters)."""
+    import nbformat
+
+    from adaptstudy.common.paths import PROJECT_ROOT
+    from adaptstudy.reporting.claims import CLAIMS
+
+    claim = CLAIMS.get("hyperformer.beats-mt-adapters")
+    assert "Adapters†" in claim.published and "one adapter for each of the 8 tasks" in claim.published
+    assert "an arm the paper does not run" in claim.published and "share one adapter" in claim.sentence
+    cells = nbformat.read(PROJECT_ROOT / "notebooks" / "06_analysis_across.ipynb", as_version=4).cells
+    start = next(i for i, c in enumerate(cells) if c.source.startswith("## Hyperformer"))
+    end = next(i for i, c in enumerate(cells) if c.source.startswith("## What it cost"))  # both halves' costs
+    hyper = [c.source for c in cells[start:end] if c.cell_type == "markdown"]
+    assert len(hyper) >= 5 and not any("MT-A" in text for text in hyper)

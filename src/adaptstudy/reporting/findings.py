@@ -91,7 +91,8 @@ def _finding(v: Verdict, fresh: Verdict | None, finished: pd.Series | None, hour
 def finished_times(*runs: pd.DataFrame) -> pd.Series:
     """When each run of these labelled runs was first made, by run id (a rerun of a seed is not a new run)."""
     frames = [pd.Series(made_at(r).to_numpy(), index=r["run_id"]) for r in runs if not r.empty]
-    return pd.concat(frames) if frames else pd.Series(dtype=object)
+    times = pd.concat(frames) if frames else pd.Series(dtype=object)
+    return times[~times.index.duplicated()]  # a multi-task run has a row per task, and chapters share runs
 
 
 def declared(v: Verdict, finished: pd.Series) -> str:

@@ -114,7 +114,7 @@ def user_table(declaration: UserDeclaration, runs: pd.DataFrame) -> pd.DataFrame
         status(v, finished) if c.ledger else f"exploratory: declared now, after its {len(v.run_ids)} runs"
         for v, c in zip(verdicts, declaration.claims.values())
     ]
-    return verdict_table(verdicts).assign(status=statuses)
+    return verdict_table(verdicts).drop(columns="declared").assign(status=statuses)  # the status says when
 
 
 def as_text(table: pd.DataFrame) -> str:
