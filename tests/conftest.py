@@ -20,6 +20,7 @@ from adaptstudy.runs.identity import base_record  # noqa: E402
 from adaptstudy.runs.multitask_config import MultiTaskConfig  # noqa: E402
 from adaptstudy.runs.predictions import stored_labels  # noqa: E402
 from adaptstudy.runs.records import write_record  # noqa: E402
+from adaptstudy.training.splits import finetune_splits, multitask_splits  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -148,7 +149,7 @@ def kept_labels(config) -> dict:
 def _kept_labels(multitask: bool, data: str) -> dict:
     settings = json.loads(data)
     if multitask:
-        splits = MultiTaskConfig(**settings).load_splits()
+        splits = multitask_splits(MultiTaskConfig(**settings))
         return {
             f"{t}/{s}": stored_labels(splits[t][s]["label"], resolve_task(t).is_regression)
             for t in settings["tasks"]
@@ -156,7 +157,7 @@ def _kept_labels(multitask: bool, data: str) -> dict:
         }
     config = FinetuneConfig(**settings)
     spec = resolve_task(config.task)
-    splits = config.load_splits(cap=False)
+    splits = finetune_splits(config, cap=False)
     return {
         s: stored_labels(splits[s]["label"], spec.is_regression) for s in (spec.eval_split, "selection") if s in splits
     }

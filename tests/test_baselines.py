@@ -5,8 +5,8 @@ import pytest
 
 from adaptstudy.data.tasks import load_task
 from adaptstudy.reporting.baselines import MissingLabelsError, baseline, learned_nothing, record_baseline
-from adaptstudy.runs.multitask_config import task_splits
 from adaptstudy.runs.predictions import stored_labels, stored_predictions
+from adaptstudy.training.splits import task_splits
 
 
 def mrpc_record(metrics: dict, predictions=None) -> dict:

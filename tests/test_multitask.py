@@ -16,6 +16,7 @@ from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.training.multitask import build_multitask_model, train_multitask
 from adaptstudy.training.runner import RETRAINED_FIELDS, run
+from adaptstudy.training.splits import finetune_splits, multitask_splits
 
 
 def test_small_tasks_split_validation_in_half_large_ones_hold_out_training_examples(data_dir):
@@ -173,8 +174,10 @@ MT_A |= {
 
 def test_the_selection_rule_gives_a_multitask_run_the_single_task_runs_splits(data_dir):
     """MT-A's column sits beside single-task columns that select on the selection split and report the dev set."""
-    multi = MultiTaskConfig(**MT_A).load_splits()["rte"]
-    single = FinetuneConfig(task="rte", selection_split=True, max_train_examples=16, max_eval_examples=16).load_splits()
+    multi = multitask_splits(MultiTaskConfig(**MT_A))["rte"]
+    single = finetune_splits(
+        FinetuneConfig(task="rte", selection_split=True, max_train_examples=16, max_eval_examples=16)
+    )
     for mine, theirs in (("train", "train"), ("validation", "selection"), ("test", "dev")):
         assert list(multi[mine]["text_a"]) == list(single[theirs]["text_a"])
     assert "split_rule" not in MultiTaskConfig(**{**MT_A, "selection_split": False}).identity()  # ids kept

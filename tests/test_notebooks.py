@@ -22,6 +22,7 @@ from adaptstudy.runs.notebook_params import AnalysisParams, BenchmarkParams, Dat
 from adaptstudy.runs.predictions import decode, examples_sha256
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.runs.records import REQUIRED_FIELDS, read_records
+from adaptstudy.training.splits import finetune_splits
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -271,7 +272,7 @@ def test_finetune_record_stores_predictions_that_give_its_metrics_again(smoke_ru
     results, _ = smoke_run
     record = json.loads(next(results.glob("*.json")).read_text())
     config = FinetuneConfig(**smoke("finetune.yaml"))
-    dev = config.load_splits()[record["eval_split"]]
+    dev = finetune_splits(config)[record["eval_split"]]
     stored = record["predictions"]
     assert (stored["split"], stored["examples"]) == ("dev", len(dev)) == ("dev", record["eval_examples"])
     assert stored["examples_sha256"] == examples_sha256(dev)

@@ -11,10 +11,10 @@ from adaptstudy.data.encoding import pack_texts
 from adaptstudy.models.backbones import load_tokenizer, resolve_backbone
 from adaptstudy.models.mlm import load_mlm
 from adaptstudy.runs.base import ConfigError, validate
-from adaptstudy.runs.finetune_config import FinetuneConfig, initial_weights
+from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.training.pretrain import build_pretraining_model, pretrain
-from adaptstudy.training.starting_point import build_model
+from adaptstudy.training.starting_point import build_model, initial_weights
 
 
 @pytest.fixture(scope="module")

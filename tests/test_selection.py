@@ -8,6 +8,7 @@ from adaptstudy.data.splits import carve_selection
 from adaptstudy.data.tasks import load_selection_file, load_task, resolve_task
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.training.finetune import finetune
+from adaptstudy.training.splits import finetune_splits
 
 
 def texts(dataset) -> set[tuple[str, str]]:
@@ -31,7 +32,7 @@ def test_every_run_of_a_task_sees_the_same_selection_split_and_never_trains_on_i
         FinetuneConfig(task="rte", selection_split=True, max_train_examples=cap, data_seed=seed, seed=seed)
         for cap, seed in ((64, 0), (500, 1), (None, 2))
     ]
-    splits = [r.load_splits() for r in runs]
+    splits = [finetune_splits(r) for r in runs]
     assert all(texts(s["selection"]) == texts(splits[0]["selection"]) for s in splits)
     assert [len(s["train"]) for s in splits] == [64, 500, 2490 - 249]
     assert all(not texts(s["train"]) & texts(s["selection"]) for s in splits)
@@ -43,7 +44,7 @@ def test_every_run_of_a_task_sees_the_same_selection_split_and_never_trains_on_i
 
 def test_a_few_shot_task_selects_on_its_own_dev32_and_keeps_its_32_training_examples(data_dir, tmp_path):
     """Carving a tenth of CB's 32 examples left 3 to select on (one per class at best) and 29 to train on."""
-    splits = FinetuneConfig(task="cb", selection_split=True, data_dir=str(data_dir)).load_splits()
+    splits = finetune_splits(FinetuneConfig(task="cb", selection_split=True, data_dir=str(data_dir)))
     assert (len(splits["train"]), len(splits["selection"]), len(splits["dev"])) == (32, 32, 56)
     assert not texts(splits["train"]) & texts(splits["selection"])
     assert not texts(splits["dev"]) & texts(splits["selection"])

@@ -11,15 +11,14 @@ from pydantic import Field, model_validator
 from transformers import AutoConfig
 
 from adaptstudy.common.paths import cache_root
-from adaptstudy.data.splits import subsample
-from adaptstudy.data.tasks import load_task, resolve_task, with_selection
+from adaptstudy.data.spec import resolve_task
 from adaptstudy.models.backbones import BACKBONES, check_backbone, check_sequence_length, resolve_backbone
 from adaptstudy.models.methods import METHODS, continuing, methods_that, neutral_settings, settings_for
-from adaptstudy.runs.artifacts import FULL_MODES, artifact_base
+from adaptstudy.runs.artifacts import FULL_MODES
 from adaptstudy.runs.base import RunConfig, TrainingRun, validate
 from adaptstudy.runs.method_settings import refuse_foreign_settings
 from adaptstudy.runs.multitask_config import MultiTaskConfig
-from adaptstudy.runs.pretrain_config import Reference, artifact_folder, reference_meta
+from adaptstudy.runs.pretrain_config import Reference, reference_meta
 
 
 class FinetuneConfig(TrainingRun, *settings_for("finetune")):
@@ -177,31 +176,6 @@ class FinetuneConfig(TrainingRun, *settings_for("finetune")):
             ]  # the pretraining run, wherever its files are
         return identity
 
-    def train_examples_cap(self) -> int | None:
-        """How many training examples to keep: `train_fraction` of `max_train_examples` (or of the whole set)."""
-        if self.train_fraction == 1.0:
-            return self.max_train_examples
-        total = self.max_train_examples or len(self.load_splits(cap=False)["train"])
-        return max(1, round(self.train_fraction * total))
-
-    def load_splits(self, cap: bool = True):
-        """The task's splits as this run uses them: re-split, then the selection split carved from train (with
-        `selection_split`), then train capped and subsampled."""
-        limit = self.train_examples_cap() if cap else None
-        splits = load_task(
-            self.task,
-            self.data_dir,
-            None if self.selection_split else limit,
-            self.data_seed,
-            resplit_train_share=self.resplit_train_share,
-            max_eval_examples=self.max_eval_examples,
-        )
-        if self.selection_split:
-            splits = with_selection(splits, self.task, self.data_dir)
-            if limit is not None:
-                splits["train"] = subsample(splits["train"], limit, self.data_seed)
-        return splits
-
     def source_adapter_folders(self) -> dict[str, Path]:
         """fusion: per source task, where its trained adapter is (or will be) in the cache: its single-task run's, or
         the fusion_from run's."""
@@ -251,16 +225,6 @@ def check_init_from(
         raise ValueError(
             f"adapter_use='stack' needs a bottleneck task adapter ({', '.join(stackable)}), not method {method!r}"
         )
-
-
-def initial_weights(config) -> str:
-    """The folder or Hub id whose weights a fine-tuning run starts from."""
-    if getattr(config, "fusion_from", None) is not None:
-        return str(config.mt_source().encoder_folder())
-    if config.init_from is None:
-        return resolve_backbone(config.backbone)
-    base = artifact_base(artifact_folder(config.init_from))
-    return base if Path(base).is_dir() else resolve_backbone(base)
 
 
 def source_config(task: str, settings: Mapping[str, Any], results_dir: str | None = None):

@@ -6,12 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from datasets import DatasetDict
 from pydantic import Field, model_validator
 
 from adaptstudy.common.paths import cache_root
-from adaptstudy.data.splits import selection_splits, subsample
-from adaptstudy.data.tasks import load_task, resolve_task, with_selection
+from adaptstudy.data.spec import resolve_task
 from adaptstudy.models.backbones import check_backbone, check_sequence_length
 from adaptstudy.models.methods import METHODS, neutral_settings, settings_for
 from adaptstudy.runs.base import TrainingRun, validate
@@ -132,44 +130,3 @@ class MultiTaskConfig(TrainingRun, *settings_for("multitask")):
     def task_adapter_folders(self) -> dict[str, Path]:
         """method task_adapters: each task's trained adapter, in the `adapters` format."""
         return {task: self.artifact_dir() / "adapters" / task for task in self.tasks}
-
-    def load_splits(self) -> dict[str, DatasetDict]:
-        """Per task: train (capped), validation and test, by the paper's rule."""
-        return {
-            task: task_splits(
-                task,
-                self.data_dir,
-                self.data_seed,
-                self.max_train_examples,
-                self.max_eval_examples,
-                self.selection_split,
-            )
-            for task in self.tasks
-        }
-
-
-def task_splits(
-    task: str,
-    data_dir,
-    data_seed: int,
-    max_train_examples: int | None,
-    max_eval_examples: int | None,
-    selection_split: bool = False,
-) -> DatasetDict:
-    """One task's train (capped), validation and test as a multi-task run sees them (`MultiTaskConfig.selection_split`):
-    by the Hyperformer paper's rule (validation and test capped), or validation the selection split and test the dev
-    set (capped), exactly as a single-task run with `selection_split` sees them."""
-    spec = resolve_task(task)
-    if selection_split:
-        splits = with_selection(
-            load_task(task, data_dir, None, data_seed, max_eval_examples=max_eval_examples), spec, data_dir
-        )
-        splits = DatasetDict(validation=splits["selection"], test=splits[spec.eval_split], train=splits["train"])
-    else:
-        splits = selection_splits(load_task(task, data_dir), spec, data_seed)
-        if max_eval_examples is not None:
-            for split in ("validation", "test"):
-                splits[split] = subsample(splits[split], max_eval_examples, data_seed)
-    if max_train_examples is not None:
-        splits["train"] = subsample(splits["train"], max_train_examples, data_seed)
-    return splits

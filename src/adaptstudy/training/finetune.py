@@ -30,6 +30,7 @@ from adaptstudy.runs.predictions import constant_predictions, stored_labels, sto
 from adaptstudy.training import core
 from adaptstudy.training.callbacks import EpochTimer, FusionRegularization
 from adaptstudy.training.fusion import save_source_adapter
+from adaptstudy.training.splits import finetune_splits
 from adaptstudy.training.starting_point import build_model
 
 
@@ -145,7 +146,7 @@ class Prepared:
 def prepare(config: FinetuneConfig) -> Prepared:
     """Build: the run's splits, tokenized."""
     spec = resolve_task(config.task)
-    splits = config.load_splits()
+    splits = finetune_splits(config)
     tokenizer = load_tokenizer(config.backbone)
     encoded = tokenize_task(splits, tokenizer, config.max_seq_length)
     return Prepared(spec, splits, tokenizer, encoded, length_order(encoded[spec.eval_split]))

@@ -40,6 +40,7 @@ from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.predictions import stored_labels
 from adaptstudy.training import core
 from adaptstudy.training.callbacks import ScoreEachEpoch
+from adaptstudy.training.splits import multitask_splits
 
 ENCODER_FILE = "encoder.safetensors"
 
@@ -260,7 +261,7 @@ def train_multitask(
     run = core.start(config, MultiTaskConfig)
     config = run.config
     set_seed(config.seed)
-    splits = config.load_splits()
+    splits = multitask_splits(config)
     encoded = _encode(splits, load_tokenizer(config.backbone), config.max_seq_length)
     sizes = [len(encoded[t]["train"]) for t in config.tasks]
     sampler = TemperatureBatchSampler(sizes, config.batch_size, config.temperature, config.seed)

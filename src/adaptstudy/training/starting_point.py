@@ -3,17 +3,20 @@ the method applied, and a pretrained adapter put in place (continued, or frozen 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from adapters.composition import Stack
 from torch import nn
 from transformers import AutoModelForSequenceClassification
 from transformers.utils import logging as hf_logging
 
 from adaptstudy.data.spec import TaskSpec
+from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.fast_dropout import attention_implementation
 from adaptstudy.models.last_layer import train_last_layer_at_queries
 from adaptstudy.models.methods import ADAPTER_NAME, METHODS, PRETRAINED_ADAPTER
-from adaptstudy.runs.artifacts import FULL_MODES
-from adaptstudy.runs.finetune_config import FinetuneConfig, initial_weights
+from adaptstudy.runs.artifacts import FULL_MODES, artifact_base
+from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.pretrain_config import artifact_folder, reference_meta
 
 
@@ -52,3 +55,13 @@ def attach_pretrained_adapter(model: nn.Module, config: FinetuneConfig) -> None:
         model.load_adapter(folder, load_as=PRETRAINED_ADAPTER)
         model.train_adapter(ADAPTER_NAME)
         model.active_adapters = Stack(PRETRAINED_ADAPTER, ADAPTER_NAME)
+
+
+def initial_weights(config) -> str:
+    """The folder or Hub id whose weights a fine-tuning run starts from."""
+    if getattr(config, "fusion_from", None) is not None:
+        return str(config.mt_source().encoder_folder())
+    if config.init_from is None:
+        return resolve_backbone(config.backbone)
+    base = artifact_base(artifact_folder(config.init_from))
+    return base if Path(base).is_dir() else resolve_backbone(base)
