@@ -273,3 +273,33 @@ def test_every_claim_of_closeness_declares_its_margin_with_a_reason():
     del raw["claims"]["parity"]["margin_reason"]
     with pytest.raises(ValueError, match="is a claim of closeness"):
         Chapter.model_validate(raw)
+
+
+def test_a_budget_is_declared_data_and_its_dates_are_part_of_the_chapters_protocol():
+    """The extended selection's days decide which Houlsby arms it moved: they are read from the declaration, and
+    the ledgers keep their fingerprint, so another date is a protocol change the ledger test names."""
+    from datetime import date
+
+    import pytest
+    from pydantic import ValidationError
+
+    from adaptstudy.reporting.declarations import Budget
+    from adaptstudy.reporting.houlsby import choices
+    from adaptstudy.reporting.houlsby.chapter import CHAPTER
+    from adaptstudy.reporting.protocol import fingerprint, protocol
+
+    assert (choices.EXTENDED.since, choices.EXTENDED.until) == (date(2026, 12, 4), date(2026, 12, 5))
+    part = "the extended selection's budget (claims.yaml budgets)"
+    recorded = _as_the_ledger_wrote_it(part)
+    assert protocol(CHAPTER)[part] == recorded
+    later = choices.EXTENDED.model_copy(update={"until": date(2026, 12, 6)}).model_dump(mode="json")
+    assert fingerprint((later,)) != recorded
+    with pytest.raises(ValidationError, match="`until` must come after `since`"):
+        Budget(cpu_hours=1, since=date(2026, 12, 5), until=date(2026, 12, 4), pays_for="?")
+
+
+def _as_the_ledger_wrote_it(part: str) -> str:
+    """The fingerprint of a Houlsby protocol part as its ledgers last wrote it down."""
+    from adaptstudy.reporting.claims import CLAIMS
+
+    return CLAIMS.get("houlsby.parity").declared.recorded_protocol[part]

@@ -533,7 +533,7 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
     } == {(1e-3, 3)}
 
     spent, todo_h, todo = hp.budget(runs, grid)
-    assert spent == pytest.approx(2 * 6 * 400 / 3600)  # the 20-epoch stage-1 runs, made from BUDGET_FROM on
+    assert spent == pytest.approx(2 * 6 * 400 / 3600)  # the 20-epoch stage-1 runs, made from the budget's `since` on
     assert budget_note(runs).startswith(
         "The extended selection (epochs chosen with the rate, edge rates extended) has paid 1.3 CPU-hours in 12 runs "
         "made from 2026-12-04 on: 1.3 in 12 selection runs (stage 1's 20-epoch runs and the edge extensions) and 0.0 "
@@ -549,13 +549,15 @@ def test_only_the_parity_arms_choose_their_epochs_and_stage_2_stays_within_the_b
         run(3e-3, 5.0, 256, 20, seed=seed)
     reported = ht.reported_at_chosen_rates(ht.label_runs(load_runs(stage1)))
     assert set(reported.loc[reported["label"] == "houlsby-256", "main_metric_value"]) == {70.0}
-    run(3e-3, 45.0, 64, 20, seed=1, seconds=hp.BUDGET_H * 3600)  # a stage-2 run that paid far above its estimate
+    run(
+        3e-3, 45.0, 64, 20, seed=1, seconds=hp.EXTENDED.cpu_hours * 3600
+    )  # a stage-2 run that paid far above its estimate
     landed = ht.label_runs(load_runs(stage1))
     assert hp.budget(landed, hp.report_grid(landed)) == (spent, todo_h, todo)  # the plan stands while it runs
     # the stage-2 run and size 256's six reported runs (a minute each) above: the note says what they paid
     assert "and 12.1 in 7 reported runs (stage 2), against its budget of 12 (1.4 h over it)." in budget_note(landed)
 
-    run(1e-2, 1.0, 8, 20, seconds=hp.BUDGET_H * 3600)  # an extension that spent the whole budget
+    run(1e-2, 1.0, 8, 20, seconds=hp.EXTENDED.cpu_hours * 3600)  # an extension that spent the whole budget
     with pytest.raises(ValueError, match="breaks the extended selection's budget"):
         hp.report_grid(ht.label_runs(load_runs(stage1)))
 

@@ -15,8 +15,8 @@ selection split. This module turns its records into the stage-2 grid with the ch
 
 Every run keeps its task's stage-1 settings (data cap, batch, selection split), and the epochs its arm chose where
 its task's stage 1 tried several (adapters: 3 or 20 for the parity arms, the extended selection;
-`reporting.houlsby.choices`). The header states the cost against the extended selection's budget (`BUDGET_H`, from
-`BUDGET_FROM`), and the planner refuses a grid that would exceed it.
+`reporting.houlsby.choices`). The header states the cost against the extended selection's budget (declared in the
+chapter's claims.yaml, `budgets`), and the planner refuses a grid that would exceed it.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ from adaptstudy.planning.stage_2 import _PlainDumper, shared_settings, stage_2_m
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, load_runs
 from adaptstudy.reporting.houlsby.choices import (
     BASE_EPOCHS,
-    BUDGET_FROM,
-    BUDGET_H,
+    EXTENDED,
     MOVED_SEEDS,
     SIZES,
     ablation_choices,
@@ -122,11 +121,11 @@ def report_grid(runs: pd.DataFrame, study: str = "houlsby") -> dict:
         "axes": blocks,
     }
     spent, todo_h, todo = budget(runs, grid)
-    if spent + todo_h > BUDGET_H:
+    if spent + todo_h > EXTENDED.cpu_hours:
         raise ValueError(
-            f"the grid breaks the extended selection's budget: {spent:.1f} h spent since {BUDGET_FROM} and {todo} "
-            f"cells without a record at about {todo_h:.1f} h, against {BUDGET_H:g} h; cut in the reverse of the plan's "
-            "order (ablations, then top-k and layer norm, then the parity arms) and state the cut"
+            f"the grid breaks the extended selection's budget: {spent:.1f} h spent since {EXTENDED.since} and {todo} "
+            f"cells without a record at about {todo_h:.1f} h, against {EXTENDED.cpu_hours:g} h; cut in the reverse of "
+            "the plan's order (ablations, then top-k and layer norm, then the parity arms) and state the cut"
         )
     return grid
 
@@ -199,7 +198,7 @@ def choices_and_budget(runs: pd.DataFrame) -> str:
 
 def _budget_comment(spent: float, todo_h: float, todo: int) -> str:
     return (
-        f"# Budget: {BUDGET_H:g} CPU-hours from {BUDGET_FROM}; its selection runs paid {spent:.1f} h; "
+        f"# Budget: {EXTENDED.cpu_hours:g} CPU-hours from {EXTENDED.since}; its selection runs paid {spent:.1f} h; "
         f"the {todo} cells below\n#   that it adds about {todo_h:.1f} h (stage 1's mean seconds per run of the same "
         f"task, arm and epochs): {spent + todo_h:.1f} h in all.\n"
     )
@@ -260,10 +259,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 1
         spent, todo_h, todo = budget(runs, grid)
-        if spent + todo_h > BUDGET_H:
+        if spent + todo_h > EXTENDED.cpu_hours:
             print(
                 f"error: the extensions break the extended selection's budget: {spent:.1f} h spent and {todo} cells at "
-                f"about {todo_h:.1f} h, against {BUDGET_H:g} h; stop extending and say which choices stay on the edge",
+                f"about {todo_h:.1f} h, against {EXTENDED.cpu_hours:g} h; stop extending and say which choices stay on "
+                "the edge",
                 file=sys.stderr,
             )
             return 2

@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import re
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -254,12 +254,31 @@ class Finding(BaseModel):
         return self
 
 
+class Budget(BaseModel):
+    """A stage of work's CPU budget, declared before it ran: its CPU-hours, and the days whose records it pays for
+    (`since` up to, not including, `until`): what a chapter's code reads when a date decides which runs a stage
+    made (the chapter names the budget among its protocol's parts, so a changed date fails the ledgers)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    cpu_hours: float = Field(gt=0)
+    since: date
+    until: date
+    pays_for: str
+
+    @model_validator(mode="after")
+    def _since_before_until(self):
+        if self.until <= self.since:
+            raise ValueError(f"budget from {self.since} until {self.until}: `until` must come after `since`")
+        return self
+
+
 class Chapter(BaseModel):
-    """A chapter's declaration file: the source it judges, its claims by name, and `findings`: what the sources
-    claim and which claim tests each (the chapter's "what we test" table)."""
+    """A chapter's declaration file: the source it judges, its claims by name, `findings`: what the sources claim
+    and which claim tests each (the chapter's "what we test" table), and `budgets`: its stages' declared budgets."""
 
     model_config = ConfigDict(extra="forbid")
     paper: str
+    budgets: dict[str, Budget] = Field(default_factory=dict)
     claims: dict[str, Declared]
     findings: list[Finding] = Field(default_factory=list)
 
@@ -286,6 +305,8 @@ def dump_declaration(chapter: Chapter) -> str:
     data["findings"] = [{k: v for k, v in f.items() if v} for f in data["findings"]]
     if not data["findings"]:
         del data["findings"]
+    if not data["budgets"]:
+        del data["budgets"]
     data["claims"] = {name: _written(claim) for name, claim in data["claims"].items()}
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
 

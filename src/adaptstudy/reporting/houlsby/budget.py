@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from adaptstudy.reporting.common import SELECTION_SEED
-from adaptstudy.reporting.houlsby.choices import BUDGET_FROM, BUDGET_H, MOVED_SEEDS, extended_selection_runs
+from adaptstudy.reporting.houlsby.choices import EXTENDED, MOVED_SEEDS, extended_selection_runs
 from adaptstudy.runs.records import paid_seconds
 
 
@@ -18,12 +18,17 @@ def budget_note(runs: pd.DataFrame) -> str:
     mine = extended_selection_runs(runs)
     selection = mine & (runs["seed"] == SELECTION_SEED)
     total = paid[mine].sum()
-    standing = f"{total - BUDGET_H:.1f} h over it" if total > BUDGET_H else f"{BUDGET_H - total:.1f} h of it left"
+    standing = (
+        f"{total - EXTENDED.cpu_hours:.1f} h over it"
+        if total > EXTENDED.cpu_hours
+        else f"{EXTENDED.cpu_hours - total:.1f} h of it left"
+    )
     return (
         f"The extended selection (epochs chosen with the rate, edge rates extended) has paid {total:.1f} CPU-hours in "
-        f"{int(mine.sum())} runs made from {BUDGET_FROM} on: {paid[selection].sum():.1f} in {int(selection.sum())} "
+        f"{int(mine.sum())} runs made from {EXTENDED.since} on: {paid[selection].sum():.1f} in {int(selection.sum())} "
         f"selection runs (stage 1's 20-epoch runs and the edge extensions) and {paid[mine & ~selection].sum():.1f} in "
-        f"{int((mine & ~selection).sum())} reported runs (stage 2), against its budget of {BUDGET_H:g} ({standing}). "
+        f"{int((mine & ~selection).sum())} reported runs (stage 2), against its budget of {EXTENDED.cpu_hours:g} "
+        f"({standing}). "
         "The rule written to stay within it: only size 64 and each task's best size chose from 3 or 20 epochs; the "
         "other sizes, top-k and layer norm kept 3, and the ablations trained at size 64's 3-epoch choice (the stage-2 "
         "planner refuses a grid whose estimate is above the budget). Cut once the 20-epoch runs had cost about 1.45 "

@@ -16,6 +16,7 @@ CHAPTER = register(
             "selection grids (rates, epochs)": (grid("cpu/houlsby_select.yaml"), grid("cpu/houlsby_extend.yaml")),
             "report grid (seeds, evaluation caps)": (grid("cpu/houlsby_report.yaml"),),
             "selection and tie rules (houlsby/choices.py)": (choices, *CHOOSING),
+            "the extended selection's budget (claims.yaml budgets)": (choices.EXTENDED.model_dump(mode="json"),),
         },
     )
 )

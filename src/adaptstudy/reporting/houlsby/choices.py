@@ -11,10 +11,13 @@ norm) chooses its rate among its 3-epoch runs, and the ablations run at size 64'
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from adaptstudy.reporting.common import SELECTION_SEED, config_column
+from adaptstudy.reporting.declarations import load_declaration
 from adaptstudy.reporting.resumed import as_resumed
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates
 from adaptstudy.runs.records import made_at
@@ -24,10 +27,7 @@ SELECTED_LABELS = ["full", *(f"houlsby-{s}" for s in SIZES)]
 SIZE_LABELS = [f"houlsby-{s}" for s in SIZES]
 BASE_EPOCHS = 3  # what every arm tried; the only epochs outside the parity arms
 KEYS = ["task", "label"]
-BUDGET_H = 12.0  # the extended selection: CPU-hours for its stage-1 additions and stage 2 together (AVX512-BF16)
-BUDGET_FROM = "2026-12-04"  # the records this chapter makes from this date on are the extended selection's ...
-BUDGET_UNTIL = "2026-12-05"  # ... until its stage 2 ended; the corrections after (reruns of resumed runs, the
-# extension and seeds of a choice they moved) are paid from the reruns' budget (`planning.resumed`)
+EXTENDED = load_declaration(Path(__file__).with_name("claims.yaml")).budgets["extended selection"]  # declared
 # Stage 2's cut (2026-12-04, before any stage-2 run of a moved choice): a choice the extended selection moved reports
 # seeds 1-3, not Table 1's 1-5. Size 64 at 20 epochs on four tasks costs about 60 minutes a seed; at 5 seeds stage 2
 # would pass the budget (about 12.3 h with the extensions and RTE's best size) before any other moved choice.
@@ -84,11 +84,11 @@ def step_beyond(row) -> float | None:
 
 
 def extended_selection_runs(runs: pd.DataFrame) -> pd.Series:
-    """Per run, whether the extended selection paid for it (first made from `BUDGET_FROM` until `BUDGET_UNTIL`)."""
+    """Per run, whether the extended selection paid for it (first made on the days its budget declares)."""
     if "finished_at" not in runs:
         return runs["seed"] < 0
     made = made_at(runs).astype(str)
-    return (made >= BUDGET_FROM) & (made < BUDGET_UNTIL)
+    return (made >= str(EXTENDED.since)) & (made < str(EXTENDED.until))
 
 
 def selection_grid(runs: pd.DataFrame, labels: list[str] | None = SELECTED_LABELS) -> pd.DataFrame:
