@@ -1,42 +1,55 @@
-"""The import contracts cover what they are about, read from the code rather than listed twice: every method family
-under `models/methods/` is in the families' independence contract, and every registered chapter's package in the
-chapters'. A family or chapter added without its line in pyproject.toml fails here, not silently outside the
-contract."""
+"""The independence contracts find what they are about (`common/import_contracts.py`): every package holding a
+`chapter.py` and every method family under `models/methods/` is under its contract the moment it exists, so a
+planted cross-chapter or cross-family import in a new one breaks `make lint` with no line added anywhere."""
 
 import pkgutil
+import shutil
+import subprocess
+import sys
 
-import tomllib
+import pytest
 
+from adaptstudy.common.import_contracts import found
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.chapters import load_chapters
 
-SHARED_BY_FAMILIES = {"base", "registry", "settings"}  # what every family may import: not a family
+
+def _modules(package) -> list[str]:
+    return [m.name for m in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")]
 
 
-def _contract(name_starts: str) -> set[str]:
-    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())
-    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["name"].startswith(name_starts)]
-    return set(contract["modules"])
-
-
-def test_every_method_family_is_in_the_families_independence_contract():
+def test_the_contracts_find_every_chapter_and_every_method_family():
     import adaptstudy.models.methods as methods
-
-    families = {
-        f"adaptstudy.models.methods.{m.name}"
-        for m in pkgutil.iter_modules(methods.__path__)
-        if m.name not in SHARED_BY_FAMILIES
-    }
-    assert families and _contract("Method families are independent") == families
-
-
-def test_every_chapter_package_is_in_the_chapters_independence_contract():
-    """A chapter is the package whose `chapter.py` registers it (`chapters.load_chapters` finds them so)."""
     import adaptstudy.reporting as reporting
 
-    packages = {
-        m.name.rsplit(".", 1)[0]
-        for m in pkgutil.walk_packages(reporting.__path__, "adaptstudy.reporting.")
-        if m.name.endswith(".chapter")
-    }
-    assert len(packages) == len(load_chapters()) and _contract("Chapters are independent") == packages
+    chapters = found(_modules(reporting), "adaptstudy.reporting", holding="chapter")
+    assert len(chapters) == len(load_chapters()) and "adaptstudy.reporting.across.fusion" in chapters
+    families = found(_modules(methods), "adaptstudy.models.methods", shared=["base", "registry", "settings"])
+    assert {"adaptstudy.models.methods.bottleneck", "adaptstudy.models.methods.library"} <= set(families)
+    assert not {"adaptstudy.models.methods.base", "adaptstudy.models.methods.registry"} & set(families)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "planted, broken",
+    [
+        ("models/methods/scaled_bias.py", "Method families are independent of each other BROKEN"),
+        ("reporting/toy/chapter.py", "Chapters are independent of each other BROKEN"),
+    ],
+)
+def test_a_new_family_or_chapter_importing_another_breaks_its_contract(tmp_path, planted, broken):
+    """A copy of the project with one new module, written as a contributor would (no contract line): its import of
+    another family or chapter breaks the contract; the copy without it keeps every contract."""
+    shutil.copytree(PROJECT_ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path)
+    lint = [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"]
+    env = {"PYTHONPATH": str(tmp_path / "src"), "PATH": "/usr/bin:/bin"}
+    kept = subprocess.run(lint, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert kept.returncode == 0, kept.stdout[-2000:]
+    module = tmp_path / "src" / "adaptstudy" / planted
+    module.parent.mkdir(exist_ok=True)
+    (module.parent / "__init__.py").touch()
+    other = "models.methods import bottleneck" if "methods" in planted else "reporting.peft import tables"
+    module.write_text(f"from adaptstudy.{other}  # noqa: F401\n")
+    out = subprocess.run(lint, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and broken in out.stdout, out.stdout[-2000:]
