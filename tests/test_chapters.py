@@ -18,12 +18,13 @@ CHAPTERS = load_chapters()
 def missing_places(chapter: Chapter, root: Path = PROJECT_ROOT) -> list[str]:
     """Where a registered chapter's page is not: the book's table of contents, its notebook, and what `make book`
     and `make smoke` run (both run every page the table of contents lists; the notebook tests run every notebook)."""
+    pages = book_pages(root / "book" / "_toc.yml")
     places = {
-        "book/_toc.yml": chapter.page in book_pages(),
+        "book/_toc.yml": chapter.page in pages,
         "notebooks/": (root / "notebooks" / f"{chapter.page}.ipynb").is_file(),
         "Makefile book": f"notebooks/{chapter.page}.ipynb book/generated/{chapter.page}.ipynb"
         in commands(root, "book"),
-        "Makefile smoke": f"{' '.join(book_pages())}" in commands(root, "smoke") and chapter.page in book_pages(),
+        "Makefile smoke": "notebooks/$page.ipynb" in commands(root, "smoke") and chapter.page in pages,
     }
     return [place for place, there in places.items() if not there]
 
@@ -39,6 +40,24 @@ def test_a_registered_chapter_is_in_the_book_the_makefile_and_the_notebook_tests
     assert not missing_places(chapter), (
         f"chapter {chapter.name}: page {chapter.page} missing from {missing_places(chapter)}"
     )
+
+
+def test_a_new_chapter_is_its_files_and_one_line_of_the_table_of_contents(tmp_path):
+    """A toy chapter in a copy of the project: with its notebook and no line in the table of contents it is missing
+    from the book and the Makefile's targets; the one line puts it in each (its contract finds it by itself)."""
+    import shutil
+
+    for name in ("Makefile", "pyproject.toml", "book/_toc.yml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PROJECT_ROOT / name, tmp_path / name)
+    shutil.copytree(PROJECT_ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copy(PROJECT_ROOT / "notebooks" / "06_analysis_dsp.ipynb", tmp_path / "notebooks" / "06_analysis_toy.ipynb")
+    toy = Chapter("toy", page="06_analysis_toy", study="toy")
+    assert missing_places(toy, tmp_path) == ["book/_toc.yml", "Makefile book", "Makefile smoke"]
+    with (tmp_path / "book" / "_toc.yml").open("a") as toc:
+        toc.write("  - file: generated/06_analysis_toy\n")
+    commands.cache_clear()
+    assert missing_places(toy, tmp_path) == []
 
 
 def test_a_chapter_missing_from_the_book_is_caught():

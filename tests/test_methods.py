@@ -383,3 +383,48 @@ def test_a_new_family_declares_the_weights_it_adds_and_every_count_follows():
 
         ADDED_BY.pop("scaled_bias", None)
         ADDED_BY.pop("scaled_bias_forgotten", None)
+
+
+@pytest.mark.slow
+def test_the_readmes_new_family_is_one_module_and_one_registration_and_runs_through_04_finetune(tmp_path, monkeypatch):
+    """The README's worked example, as a contributor follows it in a copy of the project: its module, its import in
+    the registry and its line in the methods' list; `04_finetune` trains it, and the record counts its scales as
+    trained and added (6 layers × 384), the backbone as the backbone's own."""
+    import shutil
+    import textwrap
+
+    import papermill as pm
+    import yaml
+
+    from adaptstudy.common.paths import PROJECT_ROOT
+    from adaptstudy.runs.records import read_records
+
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = dict(re.findall(r"<!-- example: (\S+) -->\n\s*```python\n(.*?)\n\s*```", readme, flags=re.S))
+    module, registration = textwrap.dedent(blocks["src/adaptstudy/models/methods/scaled_bias.py"]), blocks["registry"]
+    shutil.copytree(PROJECT_ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "src/adaptstudy/models/methods/scaled_bias.py").write_text(module)
+    registry = tmp_path / "src/adaptstudy/models/methods/registry.py"
+    text = registry.read_text()
+    text = text.replace(
+        "from adaptstudy.models.methods.settings import",
+        f"{registration.strip()}\nfrom adaptstudy.models.methods.settings import",
+    )
+    text = text.replace("):\n    METHODS.add(_m.name, _m)", "    SCALED_BIAS,\n):\n    METHODS.add(_m.name, _m)")
+    registry.write_text(text)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "src"))  # the kernel papermill starts imports the copy
+    smoke = yaml.safe_load((PROJECT_ROOT / "params/smoke/finetune.yaml").read_text())
+    parameters = {k: v for k, v in smoke.items() if k != "adapter_size"} | {"method": "scaled_bias"}
+    results = tmp_path / "results"
+    pm.execute_notebook(
+        PROJECT_ROOT / "notebooks/04_finetune.ipynb",
+        tmp_path / "out.ipynb",
+        parameters={**parameters, "results_dir": str(results)},
+        cwd=PROJECT_ROOT,
+        kernel_name="python3",
+        progress_bar=False,
+    )
+    (record,) = read_records(results)
+    backbone = count_parameters(_model("full"))["backbone_params"]
+    assert record["method"] == "scaled_bias" and record["backbone_params"] == backbone
+    assert record["trainable_params"] == L * H + HEAD and record["total_params"] == backbone + HEAD + L * H

@@ -8,6 +8,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 import yaml
@@ -59,9 +60,9 @@ def load_chapters() -> list[Chapter]:
     return sorted(chapters, key=lambda c: (order.index(c.page) if c.page in order else len(order), c.name))
 
 
-def book_pages() -> list[str]:
+def book_pages(toc_file: Path = TOC) -> list[str]:
     """The pages of the book in its order, as `book/_toc.yml` lists them (without `generated/`)."""
-    if not TOC.is_file():
+    if not toc_file.is_file():
         return []
-    toc = yaml.safe_load(TOC.read_text())
+    toc = yaml.safe_load(toc_file.read_text())
     return [entry["file"].rsplit("/", 1)[-1] for entry in toc.get("chapters", [])]
