@@ -25,6 +25,7 @@ from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.predictions import examples_sha256, stored_labels
 from adaptstudy.runs.records import load_record, record_paths
+from adaptstudy.training.splits import finetune_splits, multitask_splits
 
 
 @cache
@@ -41,7 +42,7 @@ def _selection(settings: str):
     """A run's selection split, carved from its (uncapped) training set as the run carved it: the training cap is
     drawn after the carving, so it leaves the selection split as it is."""
     known = {k: v for k, v in json.loads(settings).items() if v is not None}
-    return FinetuneConfig(**known).load_splits(cap=False)["selection"]
+    return finetune_splits(FinetuneConfig(**known), cap=False)["selection"]
 
 
 def _single_task(record: dict) -> dict:
@@ -66,7 +67,7 @@ def _single_task(record: dict) -> dict:
 
 def _multitask(record: dict) -> dict:
     config = MultiTaskConfig.model_validate({**record["config"], "data_dir": None, "results_dir": None})
-    splits = config.load_splits()
+    splits = multitask_splits(config)
     labels = {}
     for task in record["tasks"]:
         for split in ("validation", "test"):

@@ -283,7 +283,7 @@ def test_a_budget_is_declared_data_and_its_dates_are_part_of_the_chapters_protoc
     import pytest
     from pydantic import ValidationError
 
-    from adaptstudy.reporting.declarations import Budget
+    from adaptstudy.reporting.budgets import Budget
     from adaptstudy.reporting.houlsby import choices
     from adaptstudy.reporting.houlsby.chapter import CHAPTER
     from adaptstudy.reporting.protocol import fingerprint, protocol

@@ -18,13 +18,14 @@ import hashlib
 import json
 import os
 import re
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from adaptstudy.reporting.budgets import Budget
 from adaptstudy.reporting.evidence import Rule
 
 DESIGN_FIELDS = (
@@ -251,24 +252,6 @@ class Finding(BaseModel):
     def _tested_or_why_not(self):
         if bool(self.claims) == bool(self.untested):
             raise ValueError(f"finding {self.finding!r}: name the claims that test it or say why none can, not both")
-        return self
-
-
-class Budget(BaseModel):
-    """A stage of work's CPU budget, declared before it ran: its CPU-hours, and the days whose records it pays for
-    (`since` up to, not including, `until`): what a chapter's code reads when a date decides which runs a stage
-    made (the chapter names the budget among its protocol's parts, so a changed date fails the ledgers)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    cpu_hours: float = Field(gt=0)
-    since: date
-    until: date
-    pays_for: str
-
-    @model_validator(mode="after")
-    def _since_before_until(self):
-        if self.until <= self.since:
-            raise ValueError(f"budget from {self.since} until {self.until}: `until` must come after `since`")
         return self
 
 
