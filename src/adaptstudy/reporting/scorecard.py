@@ -108,8 +108,8 @@ def scorecard(
     the verdict under each design of its ledger, the smallest effect it could detect (80% power), whether the
     paper's figure in our units lies in our interval, and the runs' CPU-hours; with `confirmed` (`confirmatory`), the
     verdict and interval on fresh seeds alone."""
-    per_run = seconds.drop_duplicates("run_id").set_index("run_id")
-    total = run_seconds(seconds)
+    finished = seconds.drop_duplicates("run_id").set_index("run_id")["finished_at"]
+    hours = claim_hours(verdicts, seconds)
     judged = {v.claim.key: v for v in verdicts}
     order = {c: i for i, c in enumerate(PAGES)}
     keys = sorted([*judged, *(k for k in CLAIMS if k not in judged)], key=lambda k: order[CLAIMS.get(k).chapter])
@@ -128,15 +128,15 @@ def scorecard(
                 "interval": v.interval_basis() if v else "–",
                 "rule": rule_text(claim),
                 "rests on": "; ".join(filter(None, [f"not testable: {why}" if why else "", v.rests_on() if v else ""])),
-                "declared": declared(v, per_run["finished_at"]) if v else "–",
-                "status": status(v, per_run["finished_at"]) if v else "–",
+                "declared": declared(v, finished) if v else "–",
+                "status": status(v, finished) if v else "–",
                 "on fresh seeds alone": _fresh((confirmed or {}).get(key)),
                 "verdict by design": by_design(v) if v else "–",
                 "detectable": v.detectable() if v else np.nan,
                 "paper reports": claim.published,
                 "paper's figure in our CI": v.published_inside() if v else "–",
                 "runs": len(ids),
-                "CPU-hours": total.reindex(ids).fillna(0).sum() / 3600,
+                "CPU-hours": hours.get(key, 0.0),
                 "chapter": f'<a href="{page}.html">{page.removeprefix("06_analysis_")}</a>',
                 "paper": claim.paper,
                 "effect": v.judgements[0].effect
