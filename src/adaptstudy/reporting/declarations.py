@@ -347,7 +347,7 @@ def amend(
             if name in previous.claims:
                 raise ValueError(f"{path}: claim {name!r} lost its ledger; restore it (a declared claim keeps it)")
             try:
-                design = Design(**{k: v for k, v in claim.items() if k != "paper"})
+                design = Design(**{k: v for k, v in claim.items() if k not in ("paper", "margin_reason")})
             except ValidationError as error:
                 raise ValueError(f"{path}: claim {name!r} is not a valid design: {error}") from None
             entry = Entry(

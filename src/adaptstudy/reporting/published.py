@@ -13,6 +13,10 @@ from functools import cache
 
 import pandas as pd
 
+# The sources more than one chapter sets beside its runs (the Houlsby chapter at both backbone sizes), by name
+HOULSBY_2019 = "Houlsby et al. 2019, Parameter-Efficient Transfer Learning for NLP (ICML)"
+HOULSBY_COURSE = "independent course reproduction of Houlsby et al. 2019"
+
 
 @dataclass(frozen=True)
 class Published:

@@ -13,7 +13,7 @@ from transformers import AutoConfig
 from adaptstudy.common.paths import cache_root
 from adaptstudy.data.spec import resolve_task
 from adaptstudy.models.backbones import BACKBONES, check_backbone, check_sequence_length, resolve_backbone
-from adaptstudy.models.methods import METHODS, continuing, methods_that, neutral_settings, settings_for
+from adaptstudy.models.methods import METHODS, check_runs_on, continuing, methods_that, neutral_settings, settings_for
 from adaptstudy.runs.artifacts import FULL_MODES
 from adaptstudy.runs.base import RunConfig, TrainingRun, validate
 from adaptstudy.runs.method_settings import refuse_foreign_settings
@@ -92,6 +92,7 @@ class FinetuneConfig(TrainingRun, *settings_for("finetune")):
         resolve_task(self.task)
         check_backbone(self.backbone)
         check_sequence_length(self.backbone, self.max_seq_length)
+        check_runs_on(self.method, self.backbone)
         refuse_foreign_settings(self, self.method)
         if self.init_from is not None:
             check_init_from(self.init_from, self.backbone, self.method, self.adapter_use, self.adapter_size)

@@ -11,7 +11,7 @@ from pydantic import Field, model_validator
 from adaptstudy.common.paths import cache_root
 from adaptstudy.data.spec import resolve_task
 from adaptstudy.models.backbones import check_backbone, check_sequence_length
-from adaptstudy.models.methods import METHODS, neutral_settings, settings_for
+from adaptstudy.models.methods import METHODS, check_runs_on, neutral_settings, settings_for
 from adaptstudy.runs.base import TrainingRun, validate
 from adaptstudy.runs.method_settings import refuse_foreign_settings
 
@@ -81,6 +81,7 @@ class MultiTaskConfig(TrainingRun, *settings_for("multitask")):
             raise ValueError(f"tasks must be distinct, got {list(self.tasks)}")
         check_backbone(self.backbone)
         check_sequence_length(self.backbone, self.max_seq_length)
+        check_runs_on(self.method, self.backbone)
         refuse_foreign_settings(self, self.method)
         if method.uses_top_k:
             raise ValueError(f"method {self.method!r} is not offered for multi-task runs")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import adapters
 from safetensors.torch import load_file, save_file
 from torch import nn
 
 from adaptstudy.common.files import atomic_folder, mark_complete, read_marker
 from adaptstudy.data.spec import resolve_task
+from adaptstudy.models.adapter_interfaces import init_adapters
 from adaptstudy.models.methods import ADAPTER_NAME, is_head
 from adaptstudy.models.methods.base import adapter_name
 from adaptstudy.models.methods.fusion import fusion_name
@@ -46,7 +46,7 @@ def load_fusion(folder: str | Path) -> nn.Module:
     config = FinetuneConfig.model_validate(read_marker(folder)["config"])
     plain = config.model_copy(update={"method": "head_only", "fusion_sources": None, "source_settings": None})
     model = build_model(plain, resolve_task(config.task))
-    adapters.init(model)
+    init_adapters(model)
     names = [adapter_name(t) for t in config.fusion_sources]
     for name in names:
         model.load_adapter(str(folder / name), load_as=name, with_head=False)

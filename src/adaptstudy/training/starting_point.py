@@ -14,7 +14,7 @@ from adaptstudy.data.spec import TaskSpec
 from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.fast_dropout import attention_implementation
 from adaptstudy.models.last_layer import train_last_layer_at_queries
-from adaptstudy.models.methods import ADAPTER_NAME, METHODS, PRETRAINED_ADAPTER
+from adaptstudy.models.methods import ADAPTER_NAME, METHODS, PRETRAINED_ADAPTER, check_runs_on
 from adaptstudy.runs.artifacts import FULL_MODES, artifact_base
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.pretrain_config import artifact_folder, reference_meta
@@ -34,6 +34,7 @@ def build_model(config: FinetuneConfig, spec: TaskSpec) -> nn.Module:
         )
     finally:
         hf_logging.set_verbosity(verbosity)
+    check_runs_on(config.method, config.backbone, model.config.model_type)  # a Hub id's type is known once loaded
     method = METHODS.get(config.method)
     model = method.prepare(model, config)
     attach_pretrained_adapter(model, config)

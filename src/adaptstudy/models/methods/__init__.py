@@ -5,6 +5,7 @@ from adaptstudy.models.methods.bottleneck import adapters_removed
 from adaptstudy.models.methods.registry import (
     METHODS,
     adapter_modes,
+    check_runs_on,
     continuing,
     methods_that,
     neutral_settings,
@@ -21,6 +22,7 @@ __all__ = [
     "MethodSettings",
     "adapter_modes",
     "adapters_removed",
+    "check_runs_on",
     "continuing",
     "count_parameters",
     "is_head",

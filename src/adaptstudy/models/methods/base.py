@@ -83,6 +83,9 @@ class Method:
     # the module names the weights it adds to the backbone sit under ("adapters", "loras"): `is_added` and every
     # parameter count read them (a selective method adds none)
     adds: tuple[str, ...] = ()
+    # the kinds of `adapters` method it attaches (`AdapterMethod` names: "bottleneck", "lora", ...) or structures
+    # of its own it needs ("bert_sublayers"): a backbone that offers fewer cannot run it (`adapter_interfaces`)
+    attaches: frozenset[str] = frozenset()
     # the settings models (`settings.MethodSettings`) of the run settings only methods naming them take: a run of any
     # other method refuses them, naming these; the run configs inherit their fields
     settings: tuple[type, ...] = ()

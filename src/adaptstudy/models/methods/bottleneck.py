@@ -7,13 +7,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import ClassVar, Literal
 
-import adapters
 import torch
 from adapters import DoubleSeqBnConfig, ParBnConfig, SeqBnConfig
 from adapters.methods.modeling import Adapter
 from pydantic import Field
 from torch import nn
 
+from adaptstudy.models.adapter_interfaces import init_adapters
 from adaptstudy.models.methods.base import (
     ADAPTER_NAME,
     check_adapter_widths,
@@ -67,7 +67,7 @@ def add_houlsby(model: nn.Module, config) -> nn.Module:
     `adapter_variant` gives the variants the paper tried and found no better: a layer norm inside
     the adapter, two layers in the bottleneck, tanh, adapters after the attention block only, and
     adapters in parallel to the sublayer instead of after it."""
-    adapters.init(model)
+    init_adapters(model)
     variant = getattr(config, "adapter_variant", None)
     common = dict(
         reduction_factor=reduction_factor(model.config.hidden_size, config.adapter_size),
@@ -109,7 +109,7 @@ def _deepen_bottlenecks(model: nn.Module, seed: int) -> None:
 
 def add_pfeiffer(model: nn.Module, config) -> nn.Module:
     """One bottleneck per layer, after the feed-forward block (`seq_bn`, Pfeiffer et al. 2021)."""
-    adapters.init(model)
+    init_adapters(model)
     model.add_adapter(
         ADAPTER_NAME,
         config=SeqBnConfig(

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-import adapters
 import numpy as np
 import torch
 from adapters.composition import Fuse
@@ -20,6 +19,7 @@ from pydantic import Field
 from torch import nn
 
 from adaptstudy.common.files import is_complete
+from adaptstudy.models.adapter_interfaces import init_adapters
 from adaptstudy.models.methods.base import adapter_name
 from adaptstudy.models.methods.settings import MethodSettings
 
@@ -52,7 +52,7 @@ def fusion_name(sources: Iterable[str]) -> str:
 
 def add_fusion(model: nn.Module, config) -> nn.Module:
     """`prepare` of method `fusion`: the source adapters loaded and frozen, a dynamic Fuse over them trains."""
-    adapters.init(model)
+    init_adapters(model)
     folders = config.source_adapter_folders()
     missing = [task for task, folder in folders.items() if not is_complete(folder)]
     if missing:

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import adapters
+from adapters.interface import AdapterMethod
 from torch import nn
 
+from adaptstudy.models.adapter_interfaces import init_adapters
 from adaptstudy.models.methods.base import ADAPTER_NAME, Method, is_added, is_head
 
 PROMPT_TOKENS = 20
@@ -18,7 +20,7 @@ def _library_method(config_class: str, **options) -> Callable[[nn.Module, object
     late like the package itself): add it under one name and activate it."""
 
     def prepare(model: nn.Module, config) -> nn.Module:
-        adapters.init(model)
+        init_adapters(model)
         model.add_adapter(ADAPTER_NAME, config=getattr(adapters, config_class)(**options))
         model.train_adapter(ADAPTER_NAME)
         return model
@@ -45,6 +47,7 @@ def from_library(
         prepare=_library_method(config_class, **options),
         default_learning_rate=learning_rate,
         adds=adds,
+        attaches=frozenset(AdapterMethod.get_from_config(getattr(adapters, config_class)(**options))),
         changes_sequence=changes_sequence,
         continues=continues,
         pretraining_adapter=(lambda hidden, width: getattr(adapters, config_class)(**options)) if continues else None,

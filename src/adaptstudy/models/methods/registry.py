@@ -14,6 +14,8 @@ from typing import ClassVar
 from pydantic import Field
 
 from adaptstudy.common.registry import Registry
+from adaptstudy.models.adapter_interfaces import offered
+from adaptstudy.models.backbones import backbone_model_type
 from adaptstudy.models.methods.base import (
     Method,
     is_adapter,
@@ -53,6 +55,7 @@ def _in_top_layers(name: str, model, config) -> bool:
 
 
 METHODS: Registry[Method] = Registry("method")
+BOTTLENECK_KIND = frozenset({"bottleneck"})
 
 
 def methods_that(capable: Callable[[Method], bool]) -> list[str]:
@@ -78,6 +81,26 @@ def neutral_settings(run: str) -> dict[str, object]:
     return {name: value for model in settings_for(run) for name, value in model.neutral().items()}
 
 
+def runs_on(method: str, model_type: str) -> bool:
+    """Whether a backbone of `model_type` offers every kind of method `method` attaches."""
+    offers = offered(model_type)
+    return offers is None or METHODS.get(method).attaches <= offers
+
+
+def check_runs_on(method: str, backbone: str, model_type: str | None = None) -> None:
+    """One error before training for a method its backbone cannot carry, naming the methods that can run there.
+    `model_type`: the loaded model's, for a Hub id (else the registered backbone's or the folder's config)."""
+    model_type = model_type or backbone_model_type(backbone)
+    if model_type is None or runs_on(method, model_type):
+        return
+    missing = sorted(METHODS.get(method).attaches - offered(model_type))
+    raise ValueError(
+        f"method {method!r} cannot run on backbone {backbone!r}: the adapters package reaches {model_type} through "
+        f"its plugin interface, which carries {', '.join(sorted(offered(model_type)))}, not {', '.join(missing)}; "
+        f"methods that run on it: {', '.join(methods_that(lambda m: runs_on(m.name, model_type)))}"
+    )
+
+
 def adapter_modes() -> tuple[str, ...]:
     """The pretraining modes that train an adapter (02_dapt): the ones some method continues."""
     return tuple(sorted({m.continues for m in (METHODS.get(n) for n in METHODS.names()) if m.continues}))
@@ -98,6 +121,7 @@ for _m in (
         prepare=add_houlsby,
         default_learning_rate=1e-3,
         adds=("adapters",),
+        attaches=BOTTLENECK_KIND,
         settings=(*BOTTLENECK, HoulsbyVariant),
         default_adapter_size=64,
         stackable=True,
@@ -110,6 +134,7 @@ for _m in (
         prepare=add_pfeiffer,
         default_learning_rate=1e-3,
         adds=("adapters",),
+        attaches=BOTTLENECK_KIND,
         settings=BOTTLENECK,
         default_adapter_size=64,
         continues="seq_bn",
@@ -131,6 +156,7 @@ for _m in (
         prepare=add_fusion,
         default_learning_rate=5e-5,
         adds=("adapters", "adapter_fusion_layer"),
+        attaches=frozenset({"bottleneck", "fusion"}),
         settings=(FusionSettings,),
     ),
     Method(
@@ -141,6 +167,7 @@ for _m in (
         prepare=add_task_adapters,
         default_learning_rate=1e-4,
         adds=("adapters",),
+        attaches=BOTTLENECK_KIND,
         settings=BOTTLENECK,
         default_adapter_size=24,
         per_task_adapters=True,
@@ -185,6 +212,7 @@ for _m in (
             prepare=hypernetwork_method(shared),
             default_learning_rate=3e-4,
             adds=("hypernetworks",),
+            attaches=frozenset({"bert_sublayers"}),  # the attention and feed-forward outputs of BERT-style layers
             settings=(*BOTTLENECK, HypernetworkSettings),
             default_adapter_size=24,
             own_rate=at_own_rate,

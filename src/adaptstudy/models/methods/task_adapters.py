@@ -5,17 +5,17 @@ then combines these adapters over that encoder (`FinetuneConfig.fusion_from`).""
 
 from __future__ import annotations
 
-import adapters
 from adapters import SeqBnConfig
 from torch import nn
 
+from adaptstudy.models.adapter_interfaces import init_adapters
 from adaptstudy.models.methods.base import adapter_name, check_adapter_widths, reduction_factor
 
 
 def add_task_adapters(model: nn.Module, config) -> nn.Module:
     """`prepare` of method `task_adapters`: an adapter per task of the run (`tasks`, else its one task), the first
     active; `model.select_task(task)` makes a task's the active one (the multi-task model calls it per batch)."""
-    adapters.init(model)
+    init_adapters(model)
     tasks = tuple(getattr(config, "tasks", None) or (config.task_name,))
     for task in tasks:
         model.add_adapter(

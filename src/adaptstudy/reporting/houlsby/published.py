@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from adaptstudy.reporting.published import Published
+from adaptstudy.reporting.published import HOULSBY_2019, HOULSBY_COURSE, Published
 
-HOULSBY_2019 = "Houlsby et al. 2019, Parameter-Efficient Transfer Learning for NLP (ICML)"
+__all__ = ["HOULSBY_2019", "HOULSBY_COURSE", "PUBLISHED"]
+
 _HOULSBY_TABLE1 = dict(paper=HOULSBY_2019, source="Table 1", backbone="BERT-large", split="GLUE test server")
 
 # Table 1 rows: task -> (metric, full fine-tuning, adapters of the best size from 8-256, adapters 64).
@@ -31,7 +32,6 @@ HOULSBY_TABLE1_PARAMS = {
 HOULSBY_SIZE_MEANS = {8: 86.2, 64: 85.8, 256: 85.7}
 # An independent course reproduction of Houlsby et al. (BERT-base, GLUE dev sets): accuracy on both tasks, CoLA
 # included (not Matthews), for full fine-tuning and adapters.
-HOULSBY_COURSE = "independent course reproduction of Houlsby et al. 2019"
 _HOULSBY_COURSE = dict(
     paper=HOULSBY_COURSE, source="reported accuracy", backbone="BERT-base", split="dev", metric="accuracy"
 )

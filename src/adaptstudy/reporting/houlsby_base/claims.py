@@ -1,0 +1,81 @@
+"""The base-size verdict and its table: size-64 adapters against full fine-tuning on `mpnet-base`, each arm at the
+rate its selection-seed run chose on the selection split (3 epochs, the shared tie rule), over the reported seeds,
+beside the course reproduction's BERT-base figures and the paper's."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from adaptstudy.reporting.baselines import flag_runs, selection_failures
+from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
+from adaptstudy.reporting.common import SELECTION_SEED, format_mean_sd
+from adaptstudy.reporting.evidence import contrast, judge
+from adaptstudy.reporting.findings import finished_times
+from adaptstudy.reporting.houlsby_base.tables import ARMS, KEYS, REPORTED_SEEDS, chosen_rates
+from adaptstudy.reporting.published import HOULSBY_2019, HOULSBY_COURSE, published_frame
+from adaptstudy.reporting.selection import at_learning_rates
+from adaptstudy.reporting.verdict_tables import verdict_table
+
+DECLARED = declare_chapter(declaration_path(__file__), "houlsby_base")
+PARITY_64 = DECLARED["parity-64"]
+
+
+def verdicts(runs: pd.DataFrame) -> list[Verdict]:
+    """parity-64 at base size: per task, adapters − full fine-tuning over the reported seeds at the chosen rates."""
+    if runs.empty:
+        return [verdict_of(PARITY_64, [])]
+    runs = flag_runs(runs)
+    chosen = at_learning_rates(runs, chosen_rates(runs), KEYS)
+    aside = selection_failures(chosen[chosen["seed"] == SELECTION_SEED], KEYS)
+    table = chosen[chosen["seed"].isin(REPORTED_SEEDS)]
+    metric = runs.groupby("task")["main_metric"].first().to_dict() if not runs.empty else {}
+
+    def cells(task: str, label: str):
+        return arm(table[(table["task"] == task) & (table["label"] == label)], set_aside=aside.get((task, label), ""))
+
+    tasks = sorted(set.intersection(*(set(table.loc[table["label"] == label, "task"]) for label in ARMS)))
+    return [
+        verdict_of(PARITY_64, [contrast(t, cells(t, "houlsby-64"), cells(t, "full"), metric=metric[t]) for t in tasks])
+    ]
+
+
+def claims(runs: pd.DataFrame) -> pd.DataFrame:
+    """The base-size verdict table."""
+    return verdict_table(verdicts(runs), finished_times(runs))
+
+
+def base_size_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per task: ours on `mpnet-base` (full fine-tuning, size-64 adapters, adapters − full with its 95% interval, in
+    the task's main metric and in accuracy), the course reproduction's BERT-base accuracies and the paper's
+    BERT-large test scores (Table 1)."""
+    if runs.empty:
+        return pd.DataFrame()
+    runs = flag_runs(runs)
+    table = at_learning_rates(runs, chosen_rates(runs), KEYS)
+    table = table[table["seed"].isin(REPORTED_SEEDS)]
+    course = published_frame(HOULSBY_COURSE).pivot(index="task", columns="method", values="value")
+    table_1 = published_frame(HOULSBY_2019, "Table 1")
+    paper = table_1.pivot(index="task", columns="method", values="value")
+    paper_metric = dict(zip(table_1["task"], table_1["metric"])).get
+    rows = []
+    for task in sorted(set(table["task"])):
+        cells = {label: table[(table["task"] == task) & (table["label"] == label)] for label in ARMS}
+        if any(c.empty for c in cells.values()):
+            continue
+        row = {"task": task, "metric": cells["full"]["main_metric"].iloc[0]}
+        for label, score in (("full", "main_metric_value"), ("houlsby-64", "main_metric_value")):
+            values = cells[label][score].astype(float)
+            row[f"ours: {label}"] = format_mean_sd(values.mean(), values.std(ddof=1), len(values))
+        for what, score, name in (("metric", "main_metric_value", None), ("accuracy", "metric.accuracy", "accuracy")):
+            a, b = (arm(cells[label], score=score) for label in ARMS)
+            row[f"ours: adapters − full, {what} [95% CI]"] = judge(
+                [contrast(task, a, b, metric=name or row["metric"])], PARITY_64.rule
+            ).interval()
+        if task in course.index:
+            gap = course.loc[task, "houlsby"] - course.loc[task, "full"]
+            row["course (BERT-base, dev accuracy): adapters − full"] = f"{gap:+.2f}"
+        if task in paper.index:
+            gap = paper.loc[task, "houlsby-64"] - paper.loc[task, "full"]
+            row["paper (BERT-large, GLUE test): size 64 − full"] = f"{gap:+.1f} ({paper_metric(task)})"
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,44 @@
+"""The base-size runs labelled and their choices, and the scale axis: the same claim on `minilm-l6` and on
+`mpnet-base`, side by side."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from adaptstudy.reporting.claims import Verdict
+from adaptstudy.reporting.common import SELECTION_SEED, config_column
+from adaptstudy.reporting.selection import choose_learning_rates
+
+ARMS = ("houlsby-64", "full")
+KEYS = ["task", "label"]
+REPORTED_SEEDS = (1, 2, 3)  # per arm, at its chosen rate (params/cpu/houlsby_base_report.yaml, generated)
+
+
+def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """`label`: full, or houlsby-<size>; the backbone rides along (every run here is on `mpnet-base`)."""
+    if runs.empty:
+        return runs.assign(label=pd.Series(dtype=str))
+    size = config_column(runs, "adapter_size")
+    labels = [m if m != "houlsby" else f"houlsby-{int(s)}" for m, s in zip(runs["method"], size)]
+    return runs.assign(label=labels)
+
+
+def chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per task and arm, the rate the selection seed's run chose on the selection split."""
+    return choose_learning_rates(runs[runs["seed"] == SELECTION_SEED], KEYS)
+
+
+def scale_axis(small: Verdict, base: Verdict) -> pd.DataFrame:
+    """The same claim at `minilm-l6` and at `mpnet-base`: per task both backbones ran, adapters − full with its 95%
+    interval, then each verdict over its own tasks (named, since the two need not be the same)."""
+    per_task = {
+        backbone: dict(verdict.judgements[0].units) if verdict.judgements else {}
+        for backbone, verdict in (("minilm-l6", small), ("mpnet-base", base))
+    }
+    tasks = sorted(set(per_task["minilm-l6"]) & set(per_task["mpnet-base"]))
+    rows = [{"": task, **{b: units[task].interval() for b, units in per_task.items()}} for task in tasks]
+    overall = {
+        b: f"{v.verdict}, {v.judgements[0].interval()} over {', '.join(v.used_units())}" if v.judgements else v.verdict
+        for b, v in (("minilm-l6", small), ("mpnet-base", base))
+    }
+    return pd.DataFrame([*rows, {"": "verdict", **overall}])
