@@ -1,7 +1,7 @@
 """`python -m adaptstudy.reporting.amend PATH --reason ... --results-dir DIR [--against REV]`: record as amendments
 the changes made to a chapter's declaration file since git revision REV (default HEAD) and to its protocol since its
-ledger last wrote it down (`reporting.protocol`), and declare the claims written without a ledger. Every entry is
-dated when it is written."""
+ledger last wrote it down (`reporting.protocol`), and declare the claims written without a ledger; with `--freeze`,
+freeze every claim of the file for confirmation (`reporting.freeze`). Every entry is dated when it is written."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import DECLARATIONS
 from adaptstudy.reporting.declarations import Chapter, amend
+from adaptstudy.reporting.freeze import freeze
 from adaptstudy.reporting.protocol import protocol
 
 
@@ -25,10 +26,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reason", required=True, help="why the claims changed (the ledger keeps it)")
     parser.add_argument("--results-dir", required=True, help="the chapter's records: how many existed is recorded")
     parser.add_argument("--against", default="HEAD", help="the git revision holding the file as it was")
+    parser.add_argument(
+        "--freeze", action="store_true", help="freeze every claim for confirmation (its ledger must be up to date)"
+    )
     args = parser.parse_args(argv)
     path = Path(args.path).resolve()
     try:
         records = len(list(Path(args.results_dir).glob("*.json")))
+        if args.freeze:
+            names = freeze(path, args.reason, records, protocol_of(path))
+            print(f"frozen: {', '.join(names)}")
+            return 0
         committed = _as_committed(path, args.against)
         if committed is None:  # a new chapter's file: declare its claims, then record its protocol (it loads now)
             names = amend(path, Chapter(paper="", claims={}), args.reason, records)
