@@ -117,3 +117,33 @@ def test_no_confirmatory_verdict_rests_on_a_run_made_before_its_claims_freeze(co
         since = pd.Timestamp(confirmatory_since(v.claim.declared))
         made = pd.to_datetime(seconds.reindex(sorted(v.run_ids)), utc=True, format="ISO8601")
         assert (made >= since).all(), f"{key}: {int((made < since).sum())} runs predate its freeze"
+
+
+def test_every_fresh_run_is_in_the_power_plan_and_made_after_the_plan_was_committed():
+    """Fresh runs of the frozen claims are the plan's: each finished after the plan's first commit, and no run of
+    the chapters it covers was made after the freeze outside it (the base-size claims have their own grids)."""
+    import subprocess
+
+    from adaptstudy.reporting.power_plan import POWER_PLAN
+    from adaptstudy.runs.records import made_at, records_frame
+
+    committed = subprocess.run(
+        ["git", "log", "--diff-filter=A", "--format=%cI", "--", str(POWER_PLAN)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert committed, "the power plan is not committed"
+    plan_time = pd.Timestamp(committed[-1])
+    planned = {i for f in POWER_PLAN.parent.glob("*.run_ids") for i in f.read_text().split()}
+    freeze_time = min(frozen_at(c) for p in DECLARATIONS for c in load_declaration(p).claims.values())
+    for study in ("houlsby", "peft_imdb", "dsp", "fusion", "hyperformer"):
+        runs = records_frame(PROJECT_ROOT / "results" / study)
+        if runs.empty:
+            continue
+        made = pd.to_datetime(made_at(runs), utc=True, format="ISO8601")
+        ours = runs["run_id"].isin(planned)
+        assert (made[ours] > plan_time).all(), f"{study}: a planned run finished before the plan was committed"
+        after = (made >= pd.Timestamp(freeze_time)) & (runs["seed"] != 0)
+        assert not (after & ~ours).any(), f"{study}: {list(runs.loc[after & ~ours, 'run_id'])} are in no plan"
