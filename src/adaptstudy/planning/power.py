@@ -69,6 +69,8 @@ def seeds_needed(j: Judgement, d: float) -> tuple[int | None, float]:
 
 def need_of(v: Verdict) -> Need | str:
     """The claim's need (rule 1-2), or why it has none to plan from."""
+    if not v.run_ids:
+        return "no runs yet: its own grids, run after its freeze, give its verdict"
     if v.verdict == "not testable":
         return f"not testable ({v.reasons()}): fresh seeds of its cells would not change that"
     judged = [j for j in v.judgements if not (math.isnan(j.se) or math.isnan(j.effect)) and j.seeds >= 2]
