@@ -37,13 +37,11 @@ def main(argv: list[str] | None = None) -> int:
             names = freeze(path, args.reason, records, protocol_of(path))
             print(f"frozen: {', '.join(names)}")
             return 0
-        committed = _as_committed(path, args.against)
-        if committed is None:  # a new chapter's file: declare its claims, then record its protocol (it loads now)
-            names = amend(path, Chapter(paper="", claims={}), args.reason, records)
-            committed = path.read_text(encoding="utf-8")
-        else:
-            names = []
-        previous = Chapter.model_validate(yaml.safe_load(committed), context={"as_it_was": True})
+        names = _declare_new(path, args.reason, records)  # so the chapter loads, for its protocol
+        previous = _declared_in(_as_committed(path, args.against))
+        previous.claims |= {
+            n: c for n, c in _declared_in(path.read_text(encoding="utf-8")).claims.items() if n in names
+        }
         names += amend(path, previous, args.reason, records, protocol=protocol_of(path))
     except (subprocess.CalledProcessError, ValueError, ValidationError) as error:
         detail = getattr(error, "stderr", "") or error
@@ -51,6 +49,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"amended, recorded or declared: {', '.join(names) or 'nothing changed'}")
     return 0
+
+
+def _declare_new(path: Path, reason: str, records: int) -> list[str]:
+    """Declare the claims written without a ledger (the others as they are): the names declared."""
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if all("ledger" in claim for claim in raw["claims"].values()):
+        return []
+    return amend(path, _declared_in(path.read_text(encoding="utf-8")), reason, records)
+
+
+def _declared_in(text: str | None) -> Chapter:
+    """A declaration file's text as it was, with only the claims it had declared (those with a ledger); an empty
+    chapter for a file that did not exist."""
+    raw = yaml.safe_load(text) if text else {"paper": "", "claims": {}}
+    claims = {n: c for n, c in raw["claims"].items() if "ledger" in c}
+    return Chapter.model_validate({**raw, "claims": claims, "findings": []}, context={"as_it_was": True})
 
 
 def _as_committed(path: Path, revision: str) -> str | None:
