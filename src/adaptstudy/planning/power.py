@@ -13,10 +13,10 @@ The rule, applied to the committed records and each claim's exploratory verdict:
 3. Cost: each cell a claim rests on (a run's settings but its seed, on the same evaluation set as the arm it joins)
    at the median seconds its committed runs paid on this machine kind; a cell several claims share is bought once, at
    the most seeds any of them needs; prerequisites a fresh machine lacks once.
-4. Order: first the claims seeds can decide, cheapest decision first, within the budget; then, with what is left, a
-   confirmatory reading (3 fresh seeds per arm) of the others, cheapest first: a verdict on fresh seeds alone, not
-   powered to decide. A claim not testable for a reason seeds do not fix, and one whose design has no exploratory
-   interval to plan from, are left out with the reason.
+4. Order: first every claim at 3 fresh seeds per arm, cheapest first, within the budget: a verdict on fresh seeds
+   alone for each, which decides those whose design needs no more (a reading only for the others); then, with what
+   is left, the further seeds that decide the others, cheapest decision first. A claim not testable for a reason
+   seeds do not fix, and one whose design has no exploratory interval to plan from, are left out with the reason.
 
     python -m adaptstudy.planning.power results --write params/cpu/confirm/power
 """
@@ -142,38 +142,43 @@ def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET
             bought[c] = max(bought.get(c, 0), seeds)
             paid_extra.update(extra[c])
 
-    stages = (
-        ("decide", [n for n in needs.values() if n.seeds is not None], lambda n: n.seeds),
-        ("read", None, lambda n: MIN_SEEDS),
-    )
-    decided: set[str] = set()
-    for stage, pool, seeds_of in stages:
-        pool = [n for n in needs.values() if n.claim not in decided] if pool is None else pool
-        while pool:
-            need = min(pool, key=lambda n: (cost(n, seeds_of(n)), n.claim))
-            pool.remove(need)
-            hours = cost(need, seeds_of(need))
-            row = _row(need, stage, seeds_of(need), hours)
-            if spent + hours > budget_h:
-                row |= {"taken": "no", "why": f"{row['why']}; over the budget ({spent:.1f} of {budget_h:g} spent)"}
-                if stage == "read" or need.claim in decided:
-                    rows.append(row)
-                continue
-            buy(need, seeds_of(need))
-            decided.add(need.claim)
-            rows.append(row | {"taken": "yes", "cumulative": round(spent, 2)})
-    table = pd.DataFrame(rows, columns=["claim", "taken", "stage", "seeds per arm", "CPU-hours", "cumulative", "why"])
-    table = table.drop_duplicates("claim", keep="last")
+    rows_of: dict[str, dict] = {}
+    pool = list(needs.values())  # stage 1: every claim read at MIN_SEEDS, which decides those that need no more
+    while pool:
+        need = min(pool, key=lambda n: (cost(n, MIN_SEEDS), n.claim))
+        pool.remove(need)
+        hours = cost(need, MIN_SEEDS)
+        if spent + hours > budget_h:
+            rows_of[need.claim] = _row(need, MIN_SEEDS, hours) | {"taken": "no", "why": _over(spent, budget_h)}
+            continue
+        buy(need, MIN_SEEDS)
+        rows_of[need.claim] = _row(need, MIN_SEEDS, hours) | {"taken": "yes", "cumulative": round(spent, 2)}
+    pool = [n for n in needs.values() if rows_of[n.claim]["taken"] == "yes" and (n.seeds or 0) > MIN_SEEDS]
+    while pool:  # stage 2: the further seeds that decide the others, cheapest decision first
+        need = min(pool, key=lambda n: (cost(n, n.seeds), n.claim))
+        pool.remove(need)
+        hours = cost(need, need.seeds)
+        if spent + hours > budget_h:
+            continue
+        buy(need, need.seeds)
+        row = rows_of[need.claim]
+        rows_of[need.claim] = _row(need, need.seeds, row["CPU-hours"] + hours) | {
+            "taken": "yes",
+            "cumulative": round(spent, 2),
+        }
+    rows += list(rows_of.values())
+    table = pd.DataFrame(rows, columns=["claim", "taken", "seeds per arm", "CPU-hours", "cumulative", "why"])
     first = {cell.study: next_seed.get(cell.study, 1) for cell in bought}
     taken = {cell: list(range(first[cell.study], first[cell.study] + seeds)) for cell, seeds in bought.items()}
     return table, taken
 
 
-def _row(need: Need, stage: str, seeds: int, hours: float) -> dict:
-    if stage == "decide":
+def _row(need: Need, seeds: int, hours: float) -> dict:
+    """A claim's row: the seeds bought and what they do (decide it, or read it only, and why)."""
+    if need.seeds is not None and seeds >= need.seeds:
         why = (
             f"decides it: {seeds} fresh seeds per arm detect {need.distance:.2f} ({need.target}'s distance from "
-            f"the rule's boundary) with 80% power"
+            "the rule's boundary) with 80% power"
         )
     elif need.seeds is None:
         why = (
@@ -181,8 +186,12 @@ def _row(need: Need, stage: str, seeds: int, hours: float) -> dict:
             f"beyond {need.distance:.2f} ({need.target}'s distance from the boundary): more seeds cannot decide it"
         )
     else:
-        why = f"a reading only: deciding it takes {need.seeds} fresh seeds per arm, over what the budget leaves"
-    return {"claim": need.claim, "stage": stage, "seeds per arm": seeds, "CPU-hours": round(hours, 2), "why": why}
+        why = f"a reading only: deciding it takes {need.seeds} fresh seeds per arm, more than the budget leaves"
+    return {"claim": need.claim, "seeds per arm": seeds, "CPU-hours": round(hours, 2), "why": why}
+
+
+def _over(spent: float, budget_h: float) -> str:
+    return f"not bought: even a reading would exceed the budget ({spent:.1f} of {budget_h:g} CPU-hours spent before)"
 
 
 HEADER = """The confirmation plan by power ({budget:g} CPU-hours): fresh seeds of the cells the claims rest on, written

@@ -15,7 +15,7 @@ POWER_PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm" / "power" / "plan.csv"
 
 
 def power_plan(path: Path = POWER_PLAN) -> dict[str, dict]:
-    """The power plan's row per claim (taken, stage, seeds per arm, CPU-hours, why), by claim; {} before one is
+    """The power plan's row per claim (taken, seeds per arm, CPU-hours, why), by claim; {} before one is
     written."""
     if not Path(path).is_file():
         return {}
@@ -41,7 +41,7 @@ def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
         return "**The confirmation plan by power** is not written yet."
     table = pd.DataFrame(plan.values())
     taken = table[table["taken"] == "yes"]
-    planned = int(taken["stage"].eq("decide").sum())
+    planned = int(taken["why"].str.startswith("decides").sum())
     ids, hours, landed = set(), 0.0, 0
     for run_ids in sorted(folder.glob("*.run_ids")):
         ids |= set(run_ids.read_text(encoding="utf-8").split())
@@ -52,7 +52,7 @@ def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
         hours += (paid_seconds(fresh, "train_runtime_s") + paid_seconds(fresh, "eval_runtime_s")).sum() / 3600
     return (
         f"**The confirmation plan by power** bought fresh seeds for {len(taken)} of {len(table)} claims "
-        f"({planned} powered to decide, {len(taken) - planned} read at 3 seeds per arm), "
+        f"({planned} powered to decide, {len(taken) - planned} read only), "
         f"{taken['CPU-hours'].sum():.1f} CPU-hours estimated. Landed so far: {landed} of its {len(ids)} fresh runs, "
         f"{hours:.1f} CPU-hours spent (training and evaluation)."
     )
