@@ -11,7 +11,7 @@ import pandas as pd
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import Verdict
 from adaptstudy.reporting.common import SELECTION_SEED, config_column
-from adaptstudy.reporting.selection import choose_learning_rates
+from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates
 
 ARMS = ("houlsby-64", "full")
 KEYS = ["task", "label"]
@@ -69,3 +69,16 @@ def planned_from(benchmarks: Path = PROJECT_ROOT / "benchmarks" / "results") -> 
     if not parts:
         return "The step times the runs were planned from are not measured yet (`benchmarks/backbone_scale.py`)."
     return f"Planned from the step times measured on the machine the runs started on ({machine}): {'; '.join(parts)}."
+
+
+def ablation_records(runs: pd.DataFrame) -> dict[str, list[dict]]:
+    """Per task, the records of the reported size-64 runs at their chosen rate that evaluated the layer ablation
+    (what the page plots; the verdicts take the same runs)."""
+    if runs.empty:
+        return {}
+    chosen = at_learning_rates(runs, chosen_rates(runs), KEYS)
+    adapters = chosen[chosen["seed"].isin(REPORTED_SEEDS) & (chosen["label"] == "houlsby-64")]
+    by_task = {
+        task: [r for r in group["record"] if r.get("layer_ablation")] for task, group in adapters.groupby("task")
+    }
+    return {task: records for task, records in sorted(by_task.items()) if records}
