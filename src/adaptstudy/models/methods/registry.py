@@ -37,7 +37,6 @@ from adaptstudy.runs.method_settings import (
     HoulsbyVariant,
     HypernetworkSettings,
     TopK,
-    methods_that,
 )
 
 
@@ -66,7 +65,7 @@ def check_runs_on(method: str, backbone: str, model_type: str | None = None) -> 
     raise ValueError(
         f"method {method!r} cannot run on backbone {backbone!r}: the adapters package reaches {model_type} through "
         f"its plugin interface, which carries {', '.join(sorted(offered(model_type)))}, not {', '.join(missing)}; "
-        f"methods that run on it: {', '.join(methods_that(lambda m: runs_on(m.name, model_type)))}"
+        f"methods that run on it: {', '.join(name for name in METHODS if runs_on(name, model_type))}"
     )
 
 
