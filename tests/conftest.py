@@ -14,6 +14,7 @@ for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[var] = "1"  # a missing file must fail at once, not after minutes of retries
 
 # after the environment above: the task registry imports `datasets`, which reads it once, on import
+import adaptstudy.models.methods  # noqa: E402, F401  (registers the methods' facts, which run configs read)
 from adaptstudy.data.tasks import resolve_task  # noqa: E402
 from adaptstudy.runs.finetune_config import FinetuneConfig  # noqa: E402
 from adaptstudy.runs.identity import base_record  # noqa: E402

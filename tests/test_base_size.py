@@ -10,6 +10,7 @@ from adaptstudy.models.methods import METHODS, check_runs_on, count_parameters
 from adaptstudy.models.split_packages import assembled
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.training.config_checks import checked
 from adaptstudy.training.starting_point import build_model
 
 
@@ -62,7 +63,7 @@ def test_full_fine_tuning_on_mpnet_trains_every_weight(data_dir):
 
 def test_a_method_the_plugin_interface_cannot_carry_stops_before_training_naming_those_that_can():
     with pytest.raises(ConfigError) as error:
-        validate(FinetuneConfig, {"task": "mrpc", "backbone": "mpnet-base", "method": "prefix_tuning"})
+        checked(FinetuneConfig, {"task": "mrpc", "backbone": "mpnet-base", "method": "prefix_tuning"})
     message = str(error.value)
     assert "cannot run on backbone 'mpnet-base'" in message and "not prefix_tuning" in message
     runnable = message.split("methods that run on it: ")[1].split(", ")

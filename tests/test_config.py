@@ -3,6 +3,8 @@ import pytest
 from adaptstudy.launch.notebook import parameters
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.training.config_checks import check_config, checked
+from adaptstudy.training.runner import run
 
 
 def test_run_id_is_stable_and_changes_with_any_setting():
@@ -36,8 +38,22 @@ def test_adapter_methods_get_their_default_size():
     ],
 )
 def test_bad_parameters_are_one_clear_error(values, message):
+    """A wrong name, type or value is one error before any work: the config's own, or a registry's (the checks every
+    way in makes)."""
     with pytest.raises(ConfigError, match=message):
-        validate(FinetuneConfig, values)
+        checked(FinetuneConfig, values)
+
+
+def test_run_configs_are_data_that_hold_a_wrong_task_name_until_the_checks_refuse_it():
+    """The config knows no registry of tasks or backbones (`runs/` imports nothing from `data/` or `models/`);
+    the notebook parameters, the sweep and the runner check it before any work."""
+    config = validate(FinetuneConfig, {"task": "imbd"})
+    with pytest.raises(ConfigError, match="unknown task 'imbd'"):
+        check_config(config)
+    with pytest.raises(ConfigError, match="unknown task 'imbd'"):
+        parameters({"task": "imbd"}, set(), FinetuneConfig)
+    with pytest.raises(ConfigError, match="unknown task 'imbd'"):
+        run(config, write=False)
 
 
 def test_notebook_parameters_reject_undeclared_names():

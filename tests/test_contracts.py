@@ -24,7 +24,7 @@ def test_the_contracts_find_every_chapter_and_every_method_family():
 
     chapters = found(_modules(reporting), "adaptstudy.reporting", holding="chapter")
     assert len(chapters) == len(load_chapters()) and "adaptstudy.reporting.across.fusion" in chapters
-    families = found(_modules(methods), "adaptstudy.models.methods", shared=["base", "registry", "settings"])
+    families = found(_modules(methods), "adaptstudy.models.methods", shared=["base", "registry"])
     assert {"adaptstudy.models.methods.bottleneck", "adaptstudy.models.methods.library"} <= set(families)
     assert not {"adaptstudy.models.methods.base", "adaptstudy.models.methods.registry"} & set(families)
 
@@ -53,3 +53,18 @@ def test_a_new_family_or_chapter_importing_another_breaks_its_contract(tmp_path,
     module.write_text(f"from adaptstudy.{other}  # noqa: F401\n")
     out = subprocess.run(lint, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.returncode != 0 and broken in out.stdout, out.stdout[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("planted", ["data.spec import resolve_task", "models.backbones import check_backbone"])
+def test_a_run_config_importing_the_data_or_the_models_breaks_the_layers(tmp_path, planted):
+    """Run configs are data: one import of a registry planted in `runs/finetune_config.py` breaks the layers contract
+    (the configs sit below the data, the models and training)."""
+    shutil.copytree(PROJECT_ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path)
+    config = tmp_path / "src" / "adaptstudy" / "runs" / "finetune_config.py"
+    config.write_text(f"from adaptstudy.{planted}  # noqa: F401\n" + config.read_text())
+    lint = [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"]
+    env = {"PYTHONPATH": str(tmp_path / "src"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(lint, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode != 0 and "Layers follow the data flow" in out.stdout and "BROKEN" in out.stdout

@@ -32,6 +32,7 @@ from adaptstudy.runs.records import InvalidRecordsError, read_records, resolve_r
 from adaptstudy.training import runner
 from adaptstudy.training.callbacks import DIVERGENCE_FACTOR, DIVERGENCE_RULE
 from adaptstudy.training.checkpoints import last_complete_checkpoint
+from adaptstudy.training.config_checks import check_config
 from adaptstudy.training.finetune import finetune
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,8 +208,8 @@ def test_the_pages_that_read_every_study_default_to_results_itself():
 
 def test_a_sequence_longer_than_the_backbone_positions_is_refused_naming_the_limit():
     with pytest.raises(ValueError, match="max_seq_length 4096 is above the 512 positions of backbone 'minilm-l6'"):
-        FinetuneConfig(**{**TINY, "max_seq_length": 4096})
-    FinetuneConfig(**{**TINY, "max_seq_length": 512})
+        check_config(FinetuneConfig(**{**TINY, "max_seq_length": 4096}))
+    check_config(FinetuneConfig(**{**TINY, "max_seq_length": 512}))
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ def test_a_fresh_seed_verdict_is_stated_beside_the_claim_and_counted_in_the_head
     confirmed = {top_k.claim.key: dataclasses.replace(top_k)}
     page = findings_by_paper(verdicts, confirmed)
     assert f"On fresh seeds alone: *{top_k.verdict}*, {top_k.effects()}." in page
-    assert page.count("On fresh seeds alone: none yet.") == len(verdicts) - 1
+    assert page.count("On fresh seeds alone: ") == len(verdicts) and page.count("On fresh seeds alone: *") == 1
     card = scorecard(verdicts, seconds, confirmed)
     line = headline(card, confirmed)
     assert f"On fresh seeds alone (*confirmatory*): 1 {top_k.verdict}; {len(card) - 1} have no fresh-seed" in line

@@ -14,6 +14,7 @@ from adaptstudy.models.methods import count_parameters
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, source_folder
 from adaptstudy.training import runner
+from adaptstudy.training.config_checks import checked
 from adaptstudy.training.fusion import load_fusion, save_fusion
 from adaptstudy.training.runner import run
 from adaptstudy.training.starting_point import build_model
@@ -126,8 +127,8 @@ def test_bad_fusion_settings_fail_before_work():
         validate(FinetuneConfig, {**TINY, "fusion_sources": ["rte", "rte"]})
     assert validate(FinetuneConfig, {**TINY, "fusion_sources": ["rte"]}).fusion_sources == ("rte",)  # N = 1
     assert source_folder(source_config("rte", SOURCES)).name == source_config("rte", SOURCES).run_id
-    with pytest.raises(ConfigError, match=r"colla"):  # a task the registry does not know
-        validate(FinetuneConfig, {**TINY, "source_settings": {**SOURCES, "per_task": {"colla": {"seed": 1}}}})
+    with pytest.raises(ConfigError, match=r"colla"):  # a task the registry does not know, checked before any work
+        checked(FinetuneConfig, {**TINY, "source_settings": {**SOURCES, "per_task": {"colla": {"seed": 1}}}})
     alone = {**TINY, "fusion_sources": ["rte"], "source_settings": {**SOURCES, "per_task": {"cola": {"seed": 1}}}}
     assert validate(FinetuneConfig, alone).fusion_sources == ("rte",)  # settings shared with a wider fusion
     with pytest.raises(ConfigError, match="keep_adapter keeps a source adapter"):

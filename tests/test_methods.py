@@ -10,10 +10,10 @@ from adaptstudy.data import load_task, resolve_task
 from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.methods import METHODS, adapters_removed, count_parameters, is_head
 from adaptstudy.models.methods.base import Method, check_adapter_widths, is_added, layer_index
-from adaptstudy.models.methods.hyperformer import HypernetworkSettings
-from adaptstudy.models.methods.registry import TopK
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.method_settings import HypernetworkSettings, TopK
+from adaptstudy.training.config_checks import checked
 from adaptstudy.training.runner import run
 from adaptstudy.training.starting_point import build_model
 
@@ -145,7 +145,7 @@ def test_layernorm_trains_only_layer_norms_and_head():
 @pytest.mark.parametrize(
     "settings, message",
     [
-        ({"method": "top_k"}, r"method 'top_k' needs top_k_layers between 1 and 6"),
+        ({"method": "top_k"}, r"method 'top_k' needs top_k_layers"),
         ({"method": "top_k", "top_k_layers": 7}, r"between 1 and 6 .* got 7"),
         (
             {"method": "full", "top_k_layers": 2},
@@ -159,7 +159,7 @@ def test_layernorm_trains_only_layer_norms_and_head():
 )
 def test_method_settings_that_do_not_fit_are_rejected(settings, message):
     with pytest.raises(Exception, match=message):
-        FinetuneConfig(task="rte", **settings)
+        checked(FinetuneConfig, {"task": "rte", **settings})
 
 
 def test_adapter_init_std_sets_the_scale_of_adapter_weights():
@@ -407,8 +407,8 @@ def test_the_readmes_new_family_is_one_module_and_one_registration_and_runs_thro
     registry = tmp_path / "src/adaptstudy/models/methods/registry.py"
     text = registry.read_text()
     text = text.replace(
-        "from adaptstudy.models.methods.settings import",
-        f"{registration.strip()}\nfrom adaptstudy.models.methods.settings import",
+        "from adaptstudy.common.registry import Registry\n",
+        f"from adaptstudy.common.registry import Registry\n{registration.strip()}\n",
     )
     text = text.replace("):\n    METHODS.add(_m.name, _m)", "    SCALED_BIAS,\n):\n    METHODS.add(_m.name, _m)")
     registry.write_text(text)

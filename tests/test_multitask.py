@@ -14,6 +14,7 @@ from adaptstudy.data.splits import selection_splits
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
+from adaptstudy.training.config_checks import checked
 from adaptstudy.training.multitask import build_multitask_model, train_multitask
 from adaptstudy.training.runner import RETRAINED_FIELDS, run
 from adaptstudy.training.splits import finetune_splits, multitask_splits
@@ -66,7 +67,7 @@ def test_a_mixed_batch_is_refused():
 
 def test_bad_settings_name_the_value_and_the_valid_ones():
     with pytest.raises(ConfigError, match="unknown task 'rtee'"):
-        validate(MultiTaskConfig, {"tasks": ["rtee"]})
+        checked(MultiTaskConfig, {"tasks": ["rtee"]})
     with pytest.raises(
         ConfigError,
         match=r"task_projector=False does not apply to method 'houlsby'; methods that take it: hyperformer, hyper",

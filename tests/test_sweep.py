@@ -77,6 +77,7 @@ def test_grid_expands_per_method_axes(tmp_path):
             r"adapter_size=8 does not apply to method 'full'",
         ),
         ({"study": "t", "axes": {"seed": ["zero"]}}, r"setting seed: .*\(got 'zero'\)"),
+        ({"study": "t", "fixed": {"task": "rtee"}, "axes": {"seed": [0]}}, r"cell 1 .*unknown task 'rtee'"),
         ({"study": "t", "axes": {"seed": [0, 0]}}, r"cells 1 and 2 are the same run"),
         ("- just a list", r"expected a mapping"),
     ],

@@ -8,6 +8,7 @@ import sys
 
 import yaml
 
+import adaptstudy.models.methods  # noqa: F401  (registers the methods' facts, which the run configs read)
 from adaptstudy.runs.base import validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.records import invalid_records, read_ok_record, record_paths

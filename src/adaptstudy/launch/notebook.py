@@ -4,8 +4,8 @@ Papermill only warns about a parameter the notebook does not declare, and inject
 type. So a notebook's parameters cell ends with `_declared = set(globals())`; papermill injects its
 cell right after, and the first call of `parameters()` sees every name that appeared since: each must
 be a setting of the notebook's model (declared in the cell or not, so every setting a run accepts can be
-given to its notebook). Then all values are validated against the model: an unknown name or a wrong
-type fails before any data is read.
+given to its notebook). Then all values are validated against the model, and every name they hold against the
+registries (`training.config_checks`): an unknown name or a wrong type fails before any data is read.
 """
 
 from __future__ import annotations
@@ -50,5 +50,9 @@ def parameters(
             )
     values = {k: namespace[k] for k in fields if k in namespace} | derived
     config = validate(model, values, what="notebook parameter")
+    if getattr(model, "NAMES_REGISTERED", False):  # a run's or a data description's: its names checked before work
+        from adaptstudy.training.config_checks import check_config  # the analyses' pages load no training stack
+
+        check_config(config)
     namespace[CHECKED] = True
     return config

@@ -41,8 +41,9 @@ from adaptstudy.data.errors import DataNotFoundError, MalformedDataError
 from adaptstudy.launch.allocator import reexec_with_allocator
 from adaptstudy.launch.cells import CHECKPOINTS, NOSPACE, Cell, attempt, describe
 from adaptstudy.runs.base import ConfigError
-from adaptstudy.runs.grid import DESCRIBED, grid_configs
+from adaptstudy.runs.grid import DESCRIBED, describe_values, grid_configs
 from adaptstudy.runs.records import InvalidRecordsError, check_writable, read_ok_record, record_problem
+from adaptstudy.training.config_checks import check_config
 from adaptstudy.training.device import resolve_precision
 from adaptstudy.training.runner import pending_prerequisites, prerequisite_waves
 
@@ -108,6 +109,14 @@ class SweepFailed(RuntimeError):
 def plan(sweep: str | Path, results_dir: str | Path | None = None, data_dir: str | None = None) -> Plan:
     """Validate every cell of a sweep file and mark those that already have an ok record."""
     grid, folder, configs = grid_configs(sweep, results_dir, data_dir)
+    problems = []
+    for i, config in enumerate(configs, start=1):  # every cell's names known before any cell trains
+        try:
+            check_config(config)
+        except ConfigError as e:
+            problems.append(f"cell {i} ({describe_values(config.model_dump())}): {e}")
+    if problems:
+        raise ConfigError(f"sweep {sweep}: " + " | ".join(problems))
     check_writable(folder)
     result = Plan(grid.study, folder, [Cell(config) for config in configs], grid.kind)
     _clean_temporary_files(folder)

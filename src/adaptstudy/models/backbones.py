@@ -15,6 +15,7 @@ from pathlib import Path
 from adaptstudy.common.registry import Registry, UnknownNameError, did_you_mean
 from adaptstudy.models.onnx_bert import converted
 from adaptstudy.models.split_packages import assembled
+from adaptstudy.runs.pretrain_config import HIDDEN_SIZE
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,15 @@ def check_sequence_length(name: str, max_seq_length: int) -> None:
         raise ValueError(
             f"max_seq_length {max_seq_length} is above the {limit} positions of backbone {name!r}: at most {limit}"
         )
+
+
+def _hidden_size(name: str) -> int:
+    from transformers import AutoConfig
+
+    return AutoConfig.from_pretrained(resolve_backbone(name)).hidden_size
+
+
+HIDDEN_SIZE["of"] = _hidden_size  # what the pretraining configs read a sized adapter's default width from
 
 
 def load_tokenizer(name: str):

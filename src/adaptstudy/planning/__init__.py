@@ -2,3 +2,5 @@
 
 Planners build run configs (and so import the training stack); the report never imports them.
 """
+
+import adaptstudy.models.methods  # noqa: F401  (registers the methods' facts, which the run configs read)

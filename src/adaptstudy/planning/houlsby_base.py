@@ -6,8 +6,9 @@ MRPC's reported seeds can train before CoLA's selection, the cheapest decision f
 
     python -m adaptstudy.planning.houlsby_base > params/cpu/houlsby_base_report.yaml
 
-Per task that finished stage 1: full fine-tuning and size-64 adapters, seeds `claims.REPORTED_SEEDS`, each at its
-chosen rate (`claims.chosen_rates`: the shared rule and its tie rule), with its task's stage-1 settings.
+Per task that finished stage 1: full fine-tuning and size-64 adapters, seeds `tables.REPORTED_SEEDS`, each at its
+chosen rate (`tables.chosen_rates`: the shared rule and its tie rule), with its task's stage-1 settings; the
+adapters also evaluate the layer ablation (each span of layers' adapters removed after training, no training).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def report_grid(runs: pd.DataFrame, tasks: list[str]) -> dict:
                 "seed": list(REPORTED_SEEDS),
                 "method": {
                     "full": {"learning_rate": [full]},
-                    "houlsby": {"adapter_size": [64], "learning_rate": [adapters]},
+                    "houlsby": {"adapter_size": [64], "learning_rate": [adapters], "layer_ablation": [True]},
                 },
             }
         )

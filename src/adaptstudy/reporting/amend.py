@@ -1,7 +1,7 @@
 """`python -m adaptstudy.reporting.amend PATH --reason ... --results-dir DIR [--against REV]`: record as amendments
 the changes made to a chapter's declaration file since git revision REV (default HEAD) and to its protocol since its
-ledger last wrote it down (`reporting.protocol`), and declare the claims written without a ledger. Every entry is
-dated when it is written."""
+ledger last wrote it down (`reporting.protocol`), and declare the claims written without a ledger; with `--freeze`,
+freeze every claim of the file for confirmation (`reporting.freeze`). Every entry is dated when it is written."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import DECLARATIONS
 from adaptstudy.reporting.declarations import Chapter, amend
+from adaptstudy.reporting.freeze import freeze
 from adaptstudy.reporting.protocol import protocol
 
 
@@ -25,17 +26,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reason", required=True, help="why the claims changed (the ledger keeps it)")
     parser.add_argument("--results-dir", required=True, help="the chapter's records: how many existed is recorded")
     parser.add_argument("--against", default="HEAD", help="the git revision holding the file as it was")
+    parser.add_argument(
+        "--freeze", action="store_true", help="freeze every claim for confirmation (its ledger must be up to date)"
+    )
     args = parser.parse_args(argv)
     path = Path(args.path).resolve()
     try:
         records = len(list(Path(args.results_dir).glob("*.json")))
-        committed = _as_committed(path, args.against)
-        if committed is None:  # a new chapter's file: declare its claims, then record its protocol (it loads now)
-            names = amend(path, Chapter(paper="", claims={}), args.reason, records)
-            committed = path.read_text(encoding="utf-8")
-        else:
-            names = []
-        previous = Chapter.model_validate(yaml.safe_load(committed), context={"as_it_was": True})
+        if args.freeze:
+            names = freeze(path, args.reason, records, protocol_of(path))
+            print(f"frozen: {', '.join(names)}")
+            return 0
+        names = _declare_new(path, args.reason, records)  # so the chapter loads, for its protocol
+        previous = _declared_in(_as_committed(path, args.against))
+        previous.claims |= {
+            n: c for n, c in _declared_in(path.read_text(encoding="utf-8")).claims.items() if n in names
+        }
         names += amend(path, previous, args.reason, records, protocol=protocol_of(path))
     except (subprocess.CalledProcessError, ValueError, ValidationError) as error:
         detail = getattr(error, "stderr", "") or error
@@ -43,6 +49,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"amended, recorded or declared: {', '.join(names) or 'nothing changed'}")
     return 0
+
+
+def _declare_new(path: Path, reason: str, records: int) -> list[str]:
+    """Declare the claims written without a ledger (the others as they are): the names declared."""
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if all("ledger" in claim for claim in raw["claims"].values()):
+        return []
+    return amend(path, _declared_in(path.read_text(encoding="utf-8")), reason, records)
+
+
+def _declared_in(text: str | None) -> Chapter:
+    """A declaration file's text as it was, with only the claims it had declared (those with a ledger); an empty
+    chapter for a file that did not exist."""
+    raw = yaml.safe_load(text) if text else {"paper": "", "claims": {}}
+    claims = {n: c for n, c in raw["claims"].items() if "ledger" in c}
+    return Chapter.model_validate({**raw, "claims": claims, "findings": []}, context={"as_it_was": True})
 
 
 def _as_committed(path: Path, revision: str) -> str | None:

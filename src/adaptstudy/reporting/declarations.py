@@ -122,15 +122,16 @@ class Design(BaseModel):
 
 
 class Entry(BaseModel):
-    """One line of a claim's ledger: `declared`, `amended`, or `recorded` (the protocol's fingerprints written
-    down, nothing changed); when, why, how many of its chapter's records existed, the fields an amendment changed as
-    they were before it, and the fingerprint of the design after it. `protocol`: the fingerprint of each part of the
-    protocol after it (`reporting.protocol`), and `protocol_was` the parts an amendment changed, as they were. Code
-    cannot be rebuilt from a fingerprint, so an amendment of the protocol keeps the verdicts it moved: `before` (under
-    the earlier protocol) and `after`, each with the records it was judged on."""
+    """One line of a claim's ledger: `declared`, `amended`, `recorded` (the protocol's fingerprints written down,
+    nothing changed) or `frozen` (the design and protocol fixed for confirmation: only runs made after it, and after
+    any later amendment, confirm); when, why, how many of its chapter's records existed, the fields an amendment
+    changed as they were before it, and the fingerprint of the design after it. `protocol`: the fingerprint of each
+    part of the protocol after it (`reporting.protocol`), and `protocol_was` the parts an amendment changed, as they
+    were. Code cannot be rebuilt from a fingerprint, so an amendment of the protocol keeps the verdicts it moved:
+    `before` (under the earlier protocol) and `after`, each with the records it was judged on."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    event: Literal["declared", "amended", "recorded"]
+    event: Literal["declared", "amended", "recorded", "frozen"]
     date: datetime
     reason: str = ""
     records: int | None = None
@@ -156,8 +157,8 @@ class Entry(BaseModel):
             raise ValueError(
                 "an amendment needs a reason and `was` or `protocol_was` (the fields or parts it changed, as they were)"
             )
-        if self.event == "recorded" and (self.was or self.protocol_was or not self.protocol):
-            raise ValueError("a `recorded` entry writes down the protocol (`protocol`) and changes nothing")
+        if self.event in ("recorded", "frozen") and (self.was or self.protocol_was or not self.protocol):
+            raise ValueError(f"a `{self.event}` entry writes down the protocol (`protocol`) and changes nothing")
         unknown = set(self.was) - set(DESIGN_FIELDS)
         if unknown:
             raise ValueError(f"`was` names {sorted(unknown)}, not fields of a design; valid: {list(DESIGN_FIELDS)}")
@@ -204,8 +205,9 @@ class Declared(Design):
 
     @property
     def last_change(self) -> datetime:
-        """When the design or protocol last changed (its declaration or last amendment; recording changes nothing)."""
-        return [e for e in self.ledger if e.event != "recorded"][-1].date
+        """When the design or protocol last changed (its declaration or last amendment; recording or freezing
+        changes nothing)."""
+        return [e for e in self.ledger if e.event in ("declared", "amended")][-1].date
 
     @property
     def recorded_protocol(self) -> dict[str, str]:

@@ -8,6 +8,7 @@ import pandas as pd
 
 from adaptstudy.reporting.claims import CLAIMS, DECLARATIONS, Verdict
 from adaptstudy.reporting.declarations import load_declaration
+from adaptstudy.reporting.power_plan import power_plan, why_unconfirmed
 from adaptstudy.reporting.what_it_takes import what_it_takes
 from adaptstudy.runs.records import made_at
 
@@ -80,7 +81,7 @@ def _finding(v: Verdict, fresh: Verdict | None, finished: pd.Series | None, hour
     when = declared(v, finished) if finished is not None else ""
     post_hoc = f" Declared {when.removeprefix('post hoc: ')}: post hoc." if when.startswith("post hoc") else ""
     against = f" Note: {v.against_source()}." if v.against_source() else ""
-    on_fresh = f"*{fresh.verdict}*, {fresh.effects()}" if fresh else "none yet"
+    on_fresh = f"*{fresh.verdict}*, {fresh.effects()}" if fresh else why_unconfirmed(v.claim.key, power_plan())
     takes = f" To decide it: {need}." if (need := what_it_takes(v, hours)) else ""
     return (
         f"{v.claim.sentence} ({v.claim.where}): ours {v.effects()}{why}; the source: {v.claim.published}. "

@@ -1,4 +1,5 @@
-"""A claim's confirmatory verdict: judged again on the runs made after its design was last set, alone."""
+"""A claim's confirmatory verdict: judged again on the runs made after its freeze (and after any amendment that
+follows it), alone; a claim never frozen has none."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import datetime
 import pandas as pd
 
 from adaptstudy.reporting.claims import Verdict
+from adaptstudy.reporting.freeze import confirmatory_since
 from adaptstudy.runs.records import made_at
 
 
@@ -27,14 +29,15 @@ def fresh_verdicts(
     judge: Callable[[pd.DataFrame], list[Verdict]],
     selection_seed: int | None,
 ) -> list[Verdict]:
-    """Each of `verdicts`' claims judged again on the runs made after its design was last set (its declaration or
-    last amendment), alone: its confirmatory verdict, for the claims some such run exists for. `runs` are the
+    """Each of `verdicts`' claims judged again on the runs made after its freeze (or an amendment that followed it),
+    alone: its confirmatory verdict, for the frozen claims some such run exists for. `runs` are the
     chapter's labelled runs, `judge` its verdicts function, `selection_seed` the seed that chose settings."""
     out = []
-    for since in sorted({v.claim.declared.last_change for v in verdicts}):
+    since_of = {v.claim.key: confirmatory_since(v.claim.declared) for v in verdicts}
+    for since in sorted({s for s in since_of.values() if s is not None}):
         fresh = fresh_runs(runs, since, selection_seed)
         if fresh.empty or (selection_seed is not None and (fresh["seed"] == selection_seed).all()):
             continue
-        keys = {v.claim.key for v in verdicts if v.claim.declared.last_change == since}
+        keys = {key for key, s in since_of.items() if s == since}
         out += [v for v in judge(fresh) if v.claim.key in keys and v.run_ids]
     return out

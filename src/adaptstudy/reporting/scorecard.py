@@ -16,6 +16,8 @@ from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.findings import declared
+from adaptstudy.reporting.freeze import confirmatory_since
+from adaptstudy.reporting.power_plan import power_plan, why_unconfirmed
 from adaptstudy.reporting.verdict_tables import rule_text
 from adaptstudy.runs.records import made_at, paid_seconds
 
@@ -82,16 +84,18 @@ def confirmatory(runs: dict[str, pd.DataFrame], verdicts: list[Verdict]) -> dict
 
 def status(v: Verdict, finished: pd.Series) -> str:
     """Exploratory or confirmatory, computed: confirmatory when every run the verdict rests on finished after the
-    claim's design was last set (its declaration or last amendment), else exploratory, with how many runs predate it."""
-    since = v.claim.declared.last_change
+    claim's freeze (or an amendment that followed it), else exploratory, with how many runs predate it."""
+    since = confirmatory_since(v.claim.declared)
     ids = sorted(v.run_ids)
     if not ids:
         return "–"
+    if since is None:
+        return f"exploratory: not frozen for confirmation ({len(ids)} runs)"
     times = pd.to_datetime(finished.reindex(ids), utc=True, format="ISO8601")
     older = int((times < pd.Timestamp(since)).sum())
     if older:
-        return f"exploratory: {older} of {len(ids)} runs predate its design of {since:%Y-%m-%d}"
-    return f"confirmatory: all {len(ids)} runs after its design of {since:%Y-%m-%d}"
+        return f"exploratory: {older} of {len(ids)} runs predate its freeze of {since:%Y-%m-%d}"
+    return f"confirmatory: all {len(ids)} runs after its freeze of {since:%Y-%m-%d}"
 
 
 def by_design(v: Verdict) -> str:
@@ -110,6 +114,7 @@ def scorecard(
     verdict and interval on fresh seeds alone."""
     finished = seconds.drop_duplicates("run_id").set_index("run_id")["finished_at"]
     hours = claim_hours(verdicts, seconds)
+    plan = power_plan()
     judged = {v.claim.key: v for v in verdicts}
     order = {c: i for i, c in enumerate(PAGES)}
     keys = sorted([*judged, *(k for k in CLAIMS if k not in judged)], key=lambda k: order[CLAIMS.get(k).chapter])
@@ -130,7 +135,7 @@ def scorecard(
                 "rests on": "; ".join(filter(None, [f"not testable: {why}" if why else "", v.rests_on() if v else ""])),
                 "declared": declared(v, finished) if v else "–",
                 "status": status(v, finished) if v else "–",
-                "on fresh seeds alone": _fresh((confirmed or {}).get(key)),
+                "on fresh seeds alone": _fresh(key, (confirmed or {}).get(key), plan),
                 "verdict by design": by_design(v) if v else "–",
                 "detectable": v.detectable() if v else np.nan,
                 "paper reports": claim.published,
@@ -174,10 +179,10 @@ def headline(card: pd.DataFrame, confirmed: dict[str, Verdict]) -> str:
     )
 
 
-def _fresh(v: Verdict | None) -> str:
-    """A confirmatory verdict with its interval and seeds, or that none is in yet."""
+def _fresh(key: str, v: Verdict | None, plan: dict[str, dict]) -> str:
+    """A confirmatory verdict with its interval and seeds, or why there is none (the power plan's reason and cost)."""
     if v is None:
-        return "no fresh seeds yet"
+        return why_unconfirmed(key, plan)
     seeds = min((j.seeds for j in v.judgements), default=0)
     return f"{v.verdict}: {v.effects()} ({seeds} seeds)"
 

@@ -6,7 +6,8 @@ The file is a chapter's declaration (`declarations.Chapter`: the source, then ea
 say which runs each arm label of a claim means (`user_arms`: the settings of one configuration, per task where they
 differ), and `selection_seed`, the seed that chose settings and so never reports (none by default). A claim compares
 its first arm with each other (`a − b`, one comparison per other arm) over its units, which are task names, on each
-record's `main_metric`; its ledger may be left out (it is then declared now, and every verdict reads exploratory).
+record's `main_metric`; its ledger may be left out (it is then declared now, and every verdict reads exploratory);
+a ledger with a `frozen` entry makes the runs that finished after it confirmatory.
 The verdict table is the chapters' own (`verdict_tables.verdict_table`) with their status column.
 """
 
@@ -107,7 +108,8 @@ def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verd
 
 def user_table(declaration: UserDeclaration, runs: pd.DataFrame) -> pd.DataFrame:
     """The chapters' verdict table for the declaration's claims, with each verdict's status (exploratory, or
-    confirmatory when every run it rests on finished after its design; a claim without a ledger is declared now)."""
+    confirmatory when every run it rests on finished after its ledger's `frozen` entry; a claim without a ledger is
+    declared now)."""
     verdicts = user_verdicts(declaration, runs)
     finished = runs.set_index("run_id")["finished_at"]
     statuses = [

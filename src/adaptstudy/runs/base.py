@@ -63,6 +63,7 @@ class RunConfig(BaseModel):
     OUT_OF_RUN_ID: ClassVar[dict[str, Any]] = {}  # setting -> the value at which it stays out of the run id
     RENAMED: ClassVar[frozenset[str]] = frozenset()  # old names still read (a `mode="before"` validator maps them)
     STUDY: ClassVar[str] = "finetune"  # results/<STUDY> when results_dir is not given
+    NAMES_REGISTERED: ClassVar[bool] = True  # names tasks, backbones, ...: `training.config_checks` checks them
 
     def resolved(self) -> RunConfig:
         """Defaults that depend on other settings filled in, so the record says what actually ran."""

@@ -1,5 +1,7 @@
-"""The settings of one fine-tuning run: a (task, method, backbone, seed) and how it is trained, validated against
-the registries, and what it starts from (a backbone, a pretraining artifact, or source adapters for fusion)."""
+"""The settings of one fine-tuning run, as data: a (task, method, backbone, seed) and how it is trained, checked
+against the methods' facts (`method_settings`), and what it starts from (a backbone, a pretraining artifact, or
+source adapters for fusion). The names of tasks and backbones, and what a backbone can carry, are checked where
+they live, before any work (`training.config_checks`)."""
 
 from __future__ import annotations
 
@@ -8,15 +10,18 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
-from transformers import AutoConfig
 
 from adaptstudy.common.paths import cache_root
-from adaptstudy.data.spec import resolve_task
-from adaptstudy.models.backbones import BACKBONES, check_backbone, check_sequence_length, resolve_backbone
-from adaptstudy.models.methods import METHODS, check_runs_on, continuing, methods_that, neutral_settings, settings_for
 from adaptstudy.runs.artifacts import FULL_MODES
 from adaptstudy.runs.base import RunConfig, TrainingRun, validate
-from adaptstudy.runs.method_settings import refuse_foreign_settings
+from adaptstudy.runs.method_settings import (
+    continuing,
+    method_facts,
+    methods_that,
+    neutral_settings,
+    refuse_foreign_settings,
+    settings_for,
+)
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import Reference, reference_meta
 
@@ -88,11 +93,7 @@ class FinetuneConfig(TrainingRun, *settings_for("finetune")):
 
     @model_validator(mode="after")
     def _known_names(self) -> FinetuneConfig:
-        method = METHODS.get(self.method)
-        resolve_task(self.task)
-        check_backbone(self.backbone)
-        check_sequence_length(self.backbone, self.max_seq_length)
-        check_runs_on(self.method, self.backbone)
+        method = method_facts(self.method)
         refuse_foreign_settings(self, self.method)
         if self.init_from is not None:
             check_init_from(self.init_from, self.backbone, self.method, self.adapter_use, self.adapter_size)
@@ -109,7 +110,7 @@ class FinetuneConfig(TrainingRun, *settings_for("finetune")):
         if self.fusion_from is not None:
             mt = self.mt_source()
             if (
-                not METHODS.get(mt.method).per_task_adapters
+                not method_facts(mt.method).per_task_adapters
                 or mt.backbone != self.backbone
                 or self.init_from is not None
             ):
@@ -130,8 +131,6 @@ class FinetuneConfig(TrainingRun, *settings_for("finetune")):
                     f"fusion_sources must be at least two distinct tasks, or the target task alone (the N = 1 "
                     f"control), got {list(self.fusion_sources)} for task {self.task!r}"
                 )
-            for task in self.source_settings.get("per_task") or {}:  # one set of settings may serve several fusions
-                resolve_task(task)
             for task in self.fusion_sources:
                 source_config(task, self.source_settings)
         if self.keep_adapter and not method.fusion_source:
@@ -139,22 +138,17 @@ class FinetuneConfig(TrainingRun, *settings_for("finetune")):
                 f"keep_adapter keeps a source adapter: source adapters are bottleneck adapters "
                 f"({', '.join(methods_that(lambda m: m.fusion_source))}), not method {self.method!r}"
             )
-        if method.uses_top_k:
-            layers = num_layers(self.backbone)
-            if self.top_k_layers is None or self.top_k_layers > layers:
-                raise ValueError(
-                    f"method 'top_k' needs top_k_layers between 1 and {layers} (the layers of {self.backbone}), "
-                    f"got {self.top_k_layers}"
-                )
+        if method.uses_top_k and self.top_k_layers is None:
+            raise ValueError("method 'top_k' needs top_k_layers (how many of the top layers train)")
         return self
 
     @property
     def task_name(self) -> str:
-        return resolve_task(self.task).name
+        return self.task if isinstance(self.task, str) else self.task["name"]
 
     def resolved(self) -> FinetuneConfig:
         """Defaults that depend on the method filled in, so the record says what actually ran."""
-        method = METHODS.get(self.method)
+        method = method_facts(self.method)
         updates: dict[str, Any] = {}
         if self.learning_rate is None:
             updates["learning_rate"] = method.default_learning_rate
@@ -183,12 +177,6 @@ class FinetuneConfig(TrainingRun, *settings_for("finetune")):
         if self.fusion_from is not None:
             return {task: self.mt_source().task_adapter_folders()[task] for task in self.fusion_sources}
         return {task: source_folder(source_config(task, self.source_settings)) for task in self.fusion_sources}
-
-
-def num_layers(backbone: str) -> int:
-    if backbone in BACKBONES and BACKBONES.get(backbone).layers is not None:
-        return BACKBONES.get(backbone).layers
-    return AutoConfig.from_pretrained(resolve_backbone(backbone)).num_hidden_layers
 
 
 def check_init_from(
@@ -238,7 +226,7 @@ def source_config(task: str, settings: Mapping[str, Any], results_dir: str | Non
         {**shared, **own, "task": task, "keep_adapter": True, **({"results_dir": results_dir} if results_dir else {})},
         what="source setting",
     )
-    if not METHODS.get(config.method).fusion_source:
+    if not method_facts(config.method).fusion_source:
         raise ValueError(
             f"source adapters are bottleneck adapters ({', '.join(methods_that(lambda m: m.fusion_source))}), not "
             f"method {config.method!r}"

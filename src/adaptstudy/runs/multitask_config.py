@@ -1,5 +1,6 @@
-"""The settings of one multi-task run (or, with one task, a single-task run under the same rules): the tasks,
-the method, temperature sampling, and the Hyperformer paper's splits and model selection."""
+"""The settings of one multi-task run (or, with one task, a single-task run under the same rules), as data: the
+tasks, the method, temperature sampling, and the Hyperformer paper's splits and model selection (names of tasks and
+backbones are checked before any work, in `training.config_checks`)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from adaptstudy.common.paths import cache_root
-from adaptstudy.data.spec import resolve_task
-from adaptstudy.models.backbones import check_backbone, check_sequence_length
-from adaptstudy.models.methods import METHODS, check_runs_on, neutral_settings, settings_for
 from adaptstudy.runs.base import TrainingRun, validate
-from adaptstudy.runs.method_settings import refuse_foreign_settings
+from adaptstudy.runs.method_settings import method_facts, neutral_settings, refuse_foreign_settings, settings_for
 
 LEGACY_SPLIT_RULES = {"selection": True, "hyperformer": False}
 
@@ -74,14 +72,9 @@ class MultiTaskConfig(TrainingRun, *settings_for("multitask")):
 
     @model_validator(mode="after")
     def _known_names(self) -> MultiTaskConfig:
-        method = METHODS.get(self.method)
-        for task in self.tasks:
-            resolve_task(task)
+        method = method_facts(self.method)
         if len(set(self.tasks)) != len(self.tasks):
             raise ValueError(f"tasks must be distinct, got {list(self.tasks)}")
-        check_backbone(self.backbone)
-        check_sequence_length(self.backbone, self.max_seq_length)
-        check_runs_on(self.method, self.backbone)
         refuse_foreign_settings(self, self.method)
         if method.uses_top_k:
             raise ValueError(f"method {self.method!r} is not offered for multi-task runs")
@@ -106,7 +99,7 @@ class MultiTaskConfig(TrainingRun, *settings_for("multitask")):
         return "+".join(self.tasks)
 
     def resolved(self) -> MultiTaskConfig:
-        method, updates = METHODS.get(self.method), {}
+        method, updates = method_facts(self.method), {}
         if self.learning_rate is None:
             updates["learning_rate"] = method.default_learning_rate
         if method.uses_adapter_size and self.adapter_size is None:

@@ -1,33 +1,26 @@
-"""The parameters of the notebooks that are not runs: describing a task, the analyses, the sweep notebook."""
+"""The parameters of the notebooks that are not runs, as data: describing a task (its names are checked before any
+work, in `training.config_checks`), the analyses, the sweep notebook."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.data.spec import resolve_task
-from adaptstudy.models.backbones import check_backbone, check_sequence_length
 
 
 class DataPrepParams(BaseModel):
     """Parameters of `01_data_prep`: which task to describe, tokenized by which backbone."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    NAMES_REGISTERED: ClassVar[bool] = True  # a task and a backbone: `training.config_checks` checks them
 
     task: str | dict[str, Any] = "rte"
     backbone: str = "minilm-l6"
     max_seq_length: int = Field(128, ge=8, le=4096)
     data_dir: str | None = None
-
-    @model_validator(mode="after")
-    def _known_names(self) -> DataPrepParams:
-        resolve_task(self.task)
-        check_backbone(self.backbone)
-        check_sequence_length(self.backbone, self.max_seq_length)
-        return self
 
 
 class AnalysisParams(BaseModel):

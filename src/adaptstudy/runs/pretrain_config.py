@@ -1,23 +1,21 @@
-"""The settings of a masked-LM pretraining run (DAPT, TAPT, or the warm-up of a new MLM head), and how other
-runs name its artifact: by its folder, or by the settings of the run that makes it (a mapping, found in the
-cache by run id, so one grid can name every pretraining it starts from)."""
+"""The settings of a masked-LM pretraining run (DAPT, TAPT, or the warm-up of a new MLM head), as data (its corpus
+and backbone names are checked before any work, in `training.config_checks`), and how other runs name its artifact:
+by its folder, or by the settings of the run that makes it (a mapping, found in the cache by run id, so one grid can
+name every pretraining it starts from)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
-from transformers import AutoConfig
 
 from adaptstudy.common.paths import cache_root
-from adaptstudy.data.corpora import CORPORA
-from adaptstudy.data.spec import resolve_task
-from adaptstudy.models.backbones import check_backbone, resolve_backbone
-from adaptstudy.models.methods import METHODS, adapter_modes, continuing
 from adaptstudy.runs.artifacts import FULL_MODES, artifact_meta, is_artifact
-from adaptstudy.runs.base import TrainingRun
+from adaptstudy.runs.base import ConfigError, TrainingRun
+from adaptstudy.runs.method_settings import adapter_modes, continuing, method_facts
 
 Reference = str | os.PathLike | dict
 
@@ -60,18 +58,11 @@ class PretrainConfig(TrainingRun):
 
     @model_validator(mode="after")
     def _known_names(self) -> PretrainConfig:
-        if self.corpus.startswith("task:"):
-            resolve_task(self.corpus.removeprefix("task:"))
-        else:
-            CORPORA.get(self.corpus)
-        for task in self.exclude_eval_of:
-            resolve_task(task)
-        check_backbone(self.backbone)
         modes = (*FULL_MODES, *adapter_modes())
         if self.mode not in modes:
             raise ValueError(f"mode {self.mode!r} is not a pretraining mode; valid: {', '.join(modes)}")
         if self.adapter_size is not None and not self.sized:
-            sized = [m for m in adapter_modes() if METHODS.get(continuing(m)).uses_adapter_size]
+            sized = [m for m in adapter_modes() if method_facts(continuing(m)).uses_adapter_size]
             raise ValueError(
                 f"adapter_size={self.adapter_size} applies only to mode {' or '.join(map(repr, sized))}, "
                 f"not {self.mode!r}"
@@ -102,7 +93,7 @@ class PretrainConfig(TrainingRun):
     @property
     def sized(self) -> bool:
         """Whether the mode trains an adapter of a width (the continuing method takes `adapter_size`: seq_bn)."""
-        return self.mode in adapter_modes() and METHODS.get(continuing(self.mode)).uses_adapter_size
+        return self.mode in adapter_modes() and method_facts(continuing(self.mode)).uses_adapter_size
 
     @property
     def continues_adapter(self) -> bool:
@@ -149,8 +140,16 @@ def artifact_folder(ref: Reference) -> Path:
     return folder
 
 
+# How a backbone's hidden size is read (its model config: the backbone registry's work, which it registers here as
+# it loads): a sized adapter mode without a width of its own is 1/16 of it, and a run continuing that adapter takes
+# the width into its run id.
+HIDDEN_SIZE: dict[str, Callable[[str], int]] = {}
+
+
 def hidden_size(backbone: str) -> int:
-    return AutoConfig.from_pretrained(resolve_backbone(backbone)).hidden_size
+    if "of" not in HIDDEN_SIZE:
+        raise ConfigError("no backbone registry is loaded: import adaptstudy.models.backbones before resolving widths")
+    return HIDDEN_SIZE["of"](backbone)
 
 
 def check_start(folder: Reference, config: PretrainConfig) -> None:

@@ -30,6 +30,7 @@ from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.runs.records import check_writable, read_ok_record, resolve_results_dir, write_record
 from adaptstudy.training.checkpoints import loadable_artifact
+from adaptstudy.training.config_checks import check_config
 from adaptstudy.training.device import resolve_precision
 from adaptstudy.training.finetune import finetune
 from adaptstudy.training.multitask import train_multitask
@@ -199,6 +200,7 @@ RUNNERS: dict[type[RunConfig], Callable[..., dict[str, Any]]] = {
 
 def run(config: RunConfig, checkpoint_dir: str | os.PathLike | None = None, write: bool = True) -> dict[str, Any]:
     """Train `config` (its prerequisites first) and return its record; see `finetune`, `pretrain`, `train_multitask`."""
+    check_config(config)  # every name it holds known, before anything is read or trained
     resolve_precision(config.precision)  # a precision this machine cannot run fails before any prerequisite trains
     check_writable(resolve_results_dir(config.results_dir, config.STUDY))  # before training, not after it
     ensure(config, Path(checkpoint_dir).parent if checkpoint_dir else None)

@@ -17,6 +17,8 @@ from functools import cache
 from adapters.methods.modeling import Adapter
 from torch import nn
 
+from adaptstudy.runs.method_settings import METHOD_FACTS, MethodFacts
+
 ADAPTER_NAME = "task"
 PRETRAINED_ADAPTER = "pretrained"  # an adapter from MLM pretraining, frozen under the task adapter (stack)
 HEAD_PATTERN = re.compile(r"(^|\.)(classifier|pooler|score|heads)\.")
@@ -86,7 +88,7 @@ class Method:
     # the kinds of `adapters` method it attaches (`AdapterMethod` names: "bottleneck", "lora", ...) or structures
     # of its own it needs ("bert_sublayers"): a backbone that offers fewer cannot run it (`adapter_interfaces`)
     attaches: frozenset[str] = frozenset()
-    # the settings models (`settings.MethodSettings`) of the run settings only methods naming them take: a run of any
+    # the settings models (`runs.method_settings`) of the run settings only methods naming them take: a run of any
     # other method refuses them, naming these; the run configs inherit their fields
     settings: tuple[type, ...] = ()
     default_adapter_size: int | None = None
@@ -111,6 +113,16 @@ class Method:
         if missing:
             raise ValueError(f"method {self.name!r}: {'; '.join(missing)}")
         ADDED_BY[self.name] = frozenset(self.adds)
+        METHOD_FACTS[self.name] = MethodFacts(
+            self.name,
+            self.default_learning_rate,
+            self.default_adapter_size,
+            self.takes,
+            self.continues,
+            self.stackable,
+            self.fusion_source,
+            self.per_task_adapters,
+        )
 
     @property
     def takes(self) -> frozenset[str]:

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import ClassVar, Literal
 
 import torch
 from adapters import DoubleSeqBnConfig, ParBnConfig, SeqBnConfig
 from adapters.methods.modeling import Adapter
-from pydantic import Field
 from torch import nn
 
 from adaptstudy.models.adapter_interfaces import init_adapters
@@ -21,43 +19,6 @@ from adaptstudy.models.methods.base import (
     layer_index,
     reduction_factor,
 )
-from adaptstudy.models.methods.settings import MethodSettings
-
-
-class AdapterWidth(MethodSettings):
-    """Methods that add bottleneck adapters (single-task and multi-task runs)."""
-
-    IN_EVERY_RUN_ID: ClassVar[frozenset[str]] = frozenset({"adapter_size"})
-
-    adapter_size: int | None = Field(
-        None, ge=1, description="adapter methods: bottleneck width (None: the method's default)"
-    )
-
-
-class AdapterTraining(MethodSettings):
-    """Bottleneck adapters' initialisation and layer ablation (single-task runs)."""
-
-    RUNS: ClassVar[frozenset[str]] = frozenset({"finetune"})
-
-    adapter_init_std: float | None = Field(
-        None, gt=0, description="adapter methods: init std (None: the library's 1e-2)"
-    )
-    layer_ablation: bool = Field(
-        False, description="adapter methods: after training, evaluate with each span of layers' adapters removed"
-    )
-
-
-class HoulsbyVariant(MethodSettings):
-    """Houlsby et al.'s architecture variants (single-task runs)."""
-
-    RUNS: ClassVar[frozenset[str]] = frozenset({"finetune"})
-
-    adapter_variant: Literal["layer_norm_inside", "two_layer", "tanh", "attention_only", "parallel"] | None = Field(
-        None, description="houlsby: an architecture variant from the paper's ablations (None: the plain adapter)"
-    )
-
-
-BOTTLENECK = (AdapterWidth, AdapterTraining)
 
 
 def add_houlsby(model: nn.Module, config) -> nn.Module:

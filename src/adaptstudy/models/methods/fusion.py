@@ -10,40 +10,15 @@ run's config says where each one is (`config.source_adapter_folders()`), and tra
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from adapters.composition import Fuse
-from pydantic import Field
 from torch import nn
 
 from adaptstudy.common.files import is_complete
 from adaptstudy.models.adapter_interfaces import init_adapters
 from adaptstudy.models.methods.base import adapter_name
-from adaptstudy.models.methods.settings import MethodSettings
-
-
-class FusionSettings(MethodSettings):
-    """What a fusion run fuses (single-task runs)."""
-
-    RUNS: ClassVar[frozenset[str]] = frozenset({"finetune"})
-
-    fusion_sources: tuple[str, ...] | None = Field(
-        None,
-        description="fusion: the tasks whose single-task adapters are fused (the target alone: the N = 1 control, "
-        "which adds the fusion layers' capacity without other tasks' adapters)",
-    )
-    source_settings: dict[str, Any] | None = Field(
-        None,
-        description="fusion: the settings of the single-task runs that train the source adapters "
-        "(method, size, rate, ...); `per_task: {task: {setting: value}}` overrides them for some sources",
-    )
-    fusion_from: dict[str, Any] | None = Field(
-        None,
-        description="fusion over a multi-task run's adapters instead (AdapterFusion's Fusion w/ MT-A): that run's "
-        "settings (method task_adapters); this run starts from its encoder and fuses its adapters of fusion_sources",
-    )
 
 
 def fusion_name(sources: Iterable[str]) -> str:

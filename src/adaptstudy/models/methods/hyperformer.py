@@ -27,43 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
-from pydantic import Field
 from torch import nn
 
-from adaptstudy.models.methods.settings import MethodSettings
-
 POSITIONS = ("attention", "feed_forward")
-
-
-class HypernetworkSettings(MethodSettings):
-    """The hypernetworks' switches, initialisation and rate, and few-shot transfer (multi-task runs)."""
-
-    RUNS: ClassVar[frozenset[str]] = frozenset({"multitask"})
-    IN_EVERY_RUN_ID: ClassVar[frozenset[str]] = frozenset({"conditional_layer_norm", "task_projector", "transfer_from"})
-
-    conditional_layer_norm: bool = Field(True, description="hyperformer: a generated layer norm inside each adapter")
-    task_projector: bool = Field(True, description="hyperformer: the task embedding goes through the projector MLP")
-    hypernetwork_init_std: float | None = Field(
-        None,
-        gt=0,
-        description="hyperformer: the standard deviation of the adapter hypernetworks' initial weights (None: 1e-4, "
-        "generated adapters near the identity; the reference code: 1e-2)",
-    )
-    hypernetwork_learning_rate: float | None = Field(
-        None,
-        gt=0,
-        description="hyperformer: the learning rate of the hypernetworks and task embeddings (None: the run's "
-        "learning_rate, which the heads and layer norms keep)",
-    )
-    transfer_from: dict[str, Any] | None = Field(
-        None,
-        description="few-shot transfer: the settings of a trained multi-task Hyperformer run; its hypernetworks and "
-        "encoder stay frozen and only a new task embedding (and the new task's head) train",
-    )
 
 
 @dataclass(frozen=True)

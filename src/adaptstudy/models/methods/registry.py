@@ -8,11 +8,6 @@ below; the others have a module per family, as in `peft`'s tuners: `bottleneck` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import ClassVar
-
-from pydantic import Field
-
 from adaptstudy.common.registry import Registry
 from adaptstudy.models.adapter_interfaces import offered
 from adaptstudy.models.backbones import backbone_model_type
@@ -28,25 +23,21 @@ from adaptstudy.models.methods.base import (
     layer_index,
 )
 from adaptstudy.models.methods.bottleneck import (
-    BOTTLENECK,
-    HoulsbyVariant,
     add_houlsby,
     add_pfeiffer,
     pretraining_seq_bn,
 )
-from adaptstudy.models.methods.fusion import FusionSettings, add_fusion
-from adaptstudy.models.methods.hyperformer import HypernetworkSettings, at_own_rate, hypernetwork_method, transfer_to
+from adaptstudy.models.methods.fusion import add_fusion
+from adaptstudy.models.methods.hyperformer import at_own_rate, hypernetwork_method, transfer_to
 from adaptstudy.models.methods.library import PROMPT_TOKENS, from_library
-from adaptstudy.models.methods.settings import MethodSettings
 from adaptstudy.models.methods.task_adapters import add_task_adapters
-
-
-class TopK(MethodSettings):
-    """Variable fine-tuning's depth (single-task runs)."""
-
-    RUNS: ClassVar[frozenset[str]] = frozenset({"finetune"})
-
-    top_k_layers: int | None = Field(None, ge=1, description="top_k: how many of the top transformer layers train")
+from adaptstudy.runs.method_settings import (
+    BOTTLENECK,
+    FusionSettings,
+    HoulsbyVariant,
+    HypernetworkSettings,
+    TopK,
+)
 
 
 def _in_top_layers(name: str, model, config) -> bool:
@@ -56,29 +47,6 @@ def _in_top_layers(name: str, model, config) -> bool:
 
 METHODS: Registry[Method] = Registry("method")
 BOTTLENECK_KIND = frozenset({"bottleneck"})
-
-
-def methods_that(capable: Callable[[Method], bool]) -> list[str]:
-    """The registered methods with a capability, in registration order: `methods_that(lambda m: m.stackable)`."""
-    return [name for name in METHODS if capable(METHODS.get(name))]
-
-
-def taking(setting: str) -> list[str]:
-    """The methods that take a setting (`Method.settings`)."""
-    return methods_that(lambda m: setting in m.takes)
-
-
-def settings_for(run: str) -> tuple[type[MethodSettings], ...]:
-    """The settings models of the registered methods that a kind of run offers ("finetune", "multitask"), each once:
-    the run config inherits their fields. A method registered after the configs are imported can take only the
-    settings they hold already."""
-    models = (model for name in METHODS for model in METHODS.get(name).settings if run in model.RUNS)
-    return tuple(dict.fromkeys(models))
-
-
-def neutral_settings(run: str) -> dict[str, object]:
-    """The method settings a kind of run keeps out of its ids at their defaults (`MethodSettings.neutral`)."""
-    return {name: value for model in settings_for(run) for name, value in model.neutral().items()}
 
 
 def runs_on(method: str, model_type: str) -> bool:
@@ -97,19 +65,8 @@ def check_runs_on(method: str, backbone: str, model_type: str | None = None) -> 
     raise ValueError(
         f"method {method!r} cannot run on backbone {backbone!r}: the adapters package reaches {model_type} through "
         f"its plugin interface, which carries {', '.join(sorted(offered(model_type)))}, not {', '.join(missing)}; "
-        f"methods that run on it: {', '.join(methods_that(lambda m: runs_on(m.name, model_type)))}"
+        f"methods that run on it: {', '.join(name for name in METHODS if runs_on(name, model_type))}"
     )
-
-
-def adapter_modes() -> tuple[str, ...]:
-    """The pretraining modes that train an adapter (02_dapt): the ones some method continues."""
-    return tuple(sorted({m.continues for m in (METHODS.get(n) for n in METHODS.names()) if m.continues}))
-
-
-def continuing(mode: str) -> str:
-    """The method that trains a pretrained adapter of `mode` (02_dapt's seq_bn, unipelt) on."""
-    (name,) = methods_that(lambda m: m.continues == mode)
-    return name
 
 
 for _m in (

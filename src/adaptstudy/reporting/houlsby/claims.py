@@ -12,7 +12,7 @@ import pandas as pd
 import seaborn as sns
 
 from adaptstudy.reporting.baselines import flag_runs, selection_failures
-from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, out_of_order, verdict_of
+from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
 from adaptstudy.reporting.evidence import Arm, Unit, contrast, judge
 from adaptstudy.reporting.findings import finished_times
@@ -23,6 +23,7 @@ from adaptstudy.reporting.houlsby.choices import (
     reported_at_chosen_rates,
 )
 from adaptstudy.reporting.houlsby.published import HOULSBY_COURSE
+from adaptstudy.reporting.layer_ablation import ablation_units
 from adaptstudy.reporting.published import published_frame
 from adaptstudy.reporting.verdict_tables import verdict_table
 
@@ -77,24 +78,6 @@ def ablations_by_task(runs: pd.DataFrame) -> dict[str, list[dict]]:
         if record.get("layer_ablation"):
             by_task.setdefault(record["task"], []).append(record)
     return dict(sorted(by_task.items()))
-
-
-def ablation_matrix(record: dict) -> pd.DataFrame:
-    """The dev metric with the adapters of layers first..last removed, as a first × last matrix."""
-    rows = pd.DataFrame(record["layer_ablation"])
-    return rows.pivot(index="first", columns="last", values=record["main_metric"])
-
-
-def plot_ablation(records: list[dict], ax=None):
-    """One task's ablation matrix, the mean over its runs (seeds)."""
-    matrix = sum(ablation_matrix(r) for r in records) / len(records)
-    metric = records[0]["main_metric"]
-    score = np.mean([r["metrics"][metric] for r in records])
-    ax = sns.heatmap(matrix, annot=True, fmt=".0f", cmap="viridis", ax=ax, cbar_kws={"label": metric})
-    ax.set_title(f"{records[0]['task']}: nothing removed {score:.1f} (mean of {len(records)} seeds)")
-    ax.set_xlabel("last layer removed")
-    ax.set_ylabel("first layer removed")
-    return ax
 
 
 def init_frame(runs: pd.DataFrame) -> pd.DataFrame:
@@ -271,33 +254,10 @@ def _top_k_units(runs: pd.DataFrame, aside: dict[tuple[str, str], str]) -> list[
 
 
 def _ablation_verdicts(runs: pd.DataFrame, aside: dict[tuple[str, str], str]) -> list[Verdict]:
-    """The layer ablation: per task, each reported seed's ablation record gives one value per claim; the ablated
-    adapters' selection evidence (`aside`, by their label) rides along (`runs` come flagged by `verdicts`)."""
-    flagged = set(runs.loc[runs["learned_nothing"].astype(bool), "run_id"]) if "learned_nothing" in runs else set()
-    labels = dict(zip(runs["run_id"], runs["label"]))
-    one, everything, lower = [], [], []
-    for task, records in ablations_by_task(runs).items():
-        stats = [_ablation_stats(r) for r in records]
-        ids = tuple(r["run_id"] for r in records)
-        nothing = sum(r in flagged for r in ids)
-        evidence = "; ".join(sorted({aside.get((task, labels[i]), "") for i in ids} - {""}))
-        for claim, values in zip((one, everything, lower), zip(*stats)):
-            arm_ = Arm(list(values), nothing, run_ids=ids, set_aside=evidence, out_of_order=out_of_order(records))
-            claim.append(contrast(task, arm_, 0.0))
+    """The layer ablation on the reported size-64 runs at their chosen rate and epochs (`layer_ablation`); `runs`
+    come flagged by `verdicts`."""
+    one, everything, lower = ablation_units(runs, ablations_by_task(runs), aside)
     return [verdict_of(ONE_LAYER, one), verdict_of(ALL_LAYERS, everything), verdict_of(LOWER_LAYERS, lower)]
-
-
-def _ablation_stats(record: dict) -> tuple[float, float, float]:
-    """(largest single-layer drop, score without adapters − the constant's, without lower half − without upper)."""
-    m = ablation_matrix(record)
-    score, n = record["metrics"][record["main_metric"]], len(m)
-    half = n // 2
-    constant = record.get("majority_class_score") or 0.0
-    return (
-        max(score - m.loc[i, i] for i in range(n)),
-        m.loc[0, n - 1] - constant,
-        m.loc[0, half - 1] - m.loc[half, n - 1],
-    )
 
 
 def _init_verdicts(runs: pd.DataFrame) -> list[Verdict]:

@@ -12,18 +12,20 @@ from adaptstudy.reporting.common import SELECTION_SEED, format_mean_sd
 from adaptstudy.reporting.evidence import contrast, judge
 from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.houlsby_base.tables import ARMS, KEYS, REPORTED_SEEDS, chosen_rates
+from adaptstudy.reporting.layer_ablation import ablation_units
 from adaptstudy.reporting.published import HOULSBY_2019, HOULSBY_COURSE, published_frame
 from adaptstudy.reporting.selection import at_learning_rates
 from adaptstudy.reporting.verdict_tables import verdict_table
 
 DECLARED = declare_chapter(declaration_path(__file__), "houlsby_base")
 PARITY_64 = DECLARED["parity-64"]
+ONE_LAYER, ALL_LAYERS, LOWER_LAYERS = (DECLARED[f"ablation-{part}"] for part in ("one", "all", "lower"))
 
 
 def verdicts(runs: pd.DataFrame) -> list[Verdict]:
     """parity-64 at base size: per task, adapters − full fine-tuning over the reported seeds at the chosen rates."""
     if runs.empty:
-        return [verdict_of(PARITY_64, [])]
+        return [verdict_of(claim, []) for claim in (PARITY_64, ONE_LAYER, ALL_LAYERS, LOWER_LAYERS)]
     runs = flag_runs(runs)
     chosen = at_learning_rates(runs, chosen_rates(runs), KEYS)
     aside = selection_failures(chosen[chosen["seed"] == SELECTION_SEED], KEYS)
@@ -34,8 +36,17 @@ def verdicts(runs: pd.DataFrame) -> list[Verdict]:
         return arm(table[(table["task"] == task) & (table["label"] == label)], set_aside=aside.get((task, label), ""))
 
     tasks = sorted(set.intersection(*(set(table.loc[table["label"] == label, "task"]) for label in ARMS)))
+    units = [contrast(t, cells(t, "houlsby-64"), cells(t, "full"), metric=metric[t]) for t in tasks]
+    adapters = table[table["label"] == "houlsby-64"]
+    ablated = {
+        task: [r for r in group["record"] if r.get("layer_ablation")] for task, group in adapters.groupby("task")
+    }
+    one, everything, lower = ablation_units(runs, {t: r for t, r in sorted(ablated.items()) if r}, aside)
     return [
-        verdict_of(PARITY_64, [contrast(t, cells(t, "houlsby-64"), cells(t, "full"), metric=metric[t]) for t in tasks])
+        verdict_of(PARITY_64, units),
+        verdict_of(ONE_LAYER, one),
+        verdict_of(ALL_LAYERS, everything),
+        verdict_of(LOWER_LAYERS, lower),
     ]
 
 

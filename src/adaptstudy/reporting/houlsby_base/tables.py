@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pandas as pd
 
+from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import Verdict
 from adaptstudy.reporting.common import SELECTION_SEED, config_column
-from adaptstudy.reporting.selection import choose_learning_rates
+from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates
 
 ARMS = ("houlsby-64", "full")
 KEYS = ["task", "label"]
@@ -42,3 +46,39 @@ def scale_axis(small: Verdict, base: Verdict) -> pd.DataFrame:
         for b, v in (("minilm-l6", small), ("mpnet-base", base))
     }
     return pd.DataFrame([*rows, {"": "verdict", **overall}])
+
+
+def planned_from(benchmarks: Path = PROJECT_ROOT / "benchmarks" / "results") -> str:
+    """The step times the base-size runs were planned from, as `benchmarks/backbone_scale.py` measured them on the
+    machine the runs started on (each task's file), beside `minilm-l6`'s in the same run."""
+    parts, machine = [], ""
+    for task in ("mrpc", "cola"):
+        suffix = "" if task == "mrpc" else f"-{task}"
+        files = sorted(benchmarks.glob(f"backbone_scale{suffix}-*.json"))
+        if not files:
+            continue
+        benchmark = json.loads(files[0].read_text())
+        step = {(r["backbone"], r["row"].split("/")[1]): r["median_step_s"] for r in benchmark["rows"]}
+        m = benchmark["machine"]
+        machine = f"{m['cpu']}, {m['kind']}, {m['cores']} cores, {benchmark['precision']}"
+        parts.append(
+            f"{task.upper()} {step['mpnet-base', 'full']:.2f} s a step for full fine-tuning and "
+            f"{step['mpnet-base', 'houlsby']:.2f} for size 64 (minilm-l6: {step['minilm-l6', 'full']:.2f} and "
+            f"{step['minilm-l6', 'houlsby']:.2f})"
+        )
+    if not parts:
+        return "The step times the runs were planned from are not measured yet (`benchmarks/backbone_scale.py`)."
+    return f"Planned from the step times measured on the machine the runs started on ({machine}): {'; '.join(parts)}."
+
+
+def ablation_records(runs: pd.DataFrame) -> dict[str, list[dict]]:
+    """Per task, the records of the reported size-64 runs at their chosen rate that evaluated the layer ablation
+    (what the page plots; the verdicts take the same runs)."""
+    if runs.empty:
+        return {}
+    chosen = at_learning_rates(runs, chosen_rates(runs), KEYS)
+    adapters = chosen[chosen["seed"].isin(REPORTED_SEEDS) & (chosen["label"] == "houlsby-64")]
+    by_task = {
+        task: [r for r in group["record"] if r.get("layer_ablation")] for task, group in adapters.groupby("task")
+    }
+    return {task: records for task, records in sorted(by_task.items()) if records}

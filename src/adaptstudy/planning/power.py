@@ -1,0 +1,244 @@
+"""The confirmation plan by power, written before any fresh run: per claim, the fresh seeds per arm its design needs
+to decide it, what they cost, and whether the budget buys them.
+
+The rule, applied to the committed records and each claim's exploratory verdict:
+
+1. The effect to detect: the source's, where the design gives it in our units (`published_effect`), else ours (the
+   exploratory effect); the distance that decides is that effect's from the rule's boundary (the threshold, or the
+   margin's edge nearest it).
+2. Seeds: the fresh reported seeds per arm at which the design's smallest detectable effect (80% power at the 95%
+   level: 2.80 standard errors) falls to that distance, with the seeds' variance as the exploratory seeds measured it
+   (shrinking as 1/seeds) and the evaluation examples' (which more seeds on the same examples do not shrink); at
+   least 3. None where the examples' part alone is wider: more seeds on these evaluation sets cannot decide it.
+3. Cost: each cell a claim rests on (a run's settings but its seed, on the same evaluation set as the arm it joins)
+   at the median seconds its committed runs paid on this machine kind; a cell several claims share is bought once, at
+   the most seeds any of them needs; prerequisites a fresh machine lacks once.
+4. Order: first every claim at 3 fresh seeds per arm, cheapest first, within the budget: a verdict on fresh seeds
+   alone for each, which decides those whose design needs no more (a reading only for the others); then, with what
+   is left, the further seeds that decide the others, cheapest decision first. A claim not testable for a reason
+   seeds do not fix, and one whose design has no exploratory interval to plan from, are left out with the reason.
+
+    python -m adaptstudy.planning.power results --write params/cpu/confirm/power
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from adaptstudy.planning.allocation import Cell, _paid, _prerequisite_costs, _records, write_run_ids
+from adaptstudy.reporting.claims import Verdict
+from adaptstudy.reporting.evidence import Judgement
+from adaptstudy.reporting.scorecard import chapter_runs, chapter_verdicts
+from adaptstudy.reporting.what_it_takes import Z, distance
+from adaptstudy.runs.grid import CONFIGS
+
+BUDGET_H = 14.0  # CPU-hours on an AVX512-BF16 machine
+MIN_SEEDS = 3  # fresh seeds per arm: a verdict on fresh seeds alone needs an interval over them
+
+
+@dataclass
+class Need:
+    """What one claim's decision takes: the fresh seeds per arm (None: seeds cannot decide it), the distance and
+    where it comes from, and the cells it rests on."""
+
+    claim: str
+    seeds: int | None
+    distance: float
+    target: str
+    floor: float
+    cells: set[Cell] = field(default_factory=set)
+
+
+def seeds_needed(j: Judgement, d: float) -> tuple[int | None, float]:
+    """(fresh seeds per arm, the examples' floor): the seeds at which Z·se falls to `d` (rule 2)."""
+    seed_var = max(j.se**2 - j.example_var, 0.0) * j.seeds  # one seed's share, from the exploratory interval
+    floor = Z * math.sqrt(j.example_var)
+    room = (d / Z) ** 2 - j.example_var
+    if d <= 0 or room <= 0:
+        return None, floor
+    return max(MIN_SEEDS, math.ceil(seed_var / room)), floor
+
+
+def need_of(v: Verdict) -> Need | str:
+    """The claim's need (rule 1-2), or why it has none to plan from."""
+    if not v.run_ids:
+        return "no runs yet: its own grids, run after its freeze, give its verdict"
+    if v.verdict == "not testable":
+        return f"not testable ({v.reasons()}): fresh seeds of its cells would not change that"
+    judged = [j for j in v.judgements if not (math.isnan(j.se) or math.isnan(j.effect)) and j.seeds >= 2]
+    if not judged:
+        return "no exploratory interval to plan from"
+    figure = v.design.published_effect
+    target = "the source's effect" if figure is not None else "our exploratory effect"
+    seeds, distances, floors = [], [], []
+    for j in judged:
+        d = distance(v.design.decision, figure if figure is not None else j.effect)
+        n, floor = seeds_needed(j, d)
+        seeds.append(n)
+        distances.append(d)
+        floors.append(floor)
+    worst = None if any(n is None for n in seeds) else max(seeds)
+    return Need(v.claim.key, worst, min(distances), target, max(floors))
+
+
+def claim_cells(v: Verdict, records: dict) -> set[Cell]:
+    """The cells a verdict rests on; of cells that differ only in their evaluation cap, the one scoring the most."""
+    by_settings: dict[str, Cell] = {}
+    for run_id in v.run_ids:
+        study, record = records[run_id]
+        cell = Cell.of(study, record)
+        settings = json.loads(cell.settings)
+        key = json.dumps({k: v for k, v in settings.items() if k != "max_eval_examples"}, sort_keys=True)
+        kept = by_settings.get(key)
+        if kept is None or json.loads(kept.settings).get("max_eval_examples") is not None:
+            by_settings[key] = cell
+    return set(by_settings.values())
+
+
+def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET_H):
+    """The rule above: a table with one row per claim (taken or not, seeds, cost, why) and each cell's fresh seeds."""
+    root = Path(root)
+    records = _records(root)
+    next_seed = {}
+    for study, record in records.values():
+        next_seed[study] = max(next_seed.get(study, 1), record["config"]["seed"] + 1)
+    rows, needs = [], {}
+    for v in verdicts:
+        got = need_of(v)
+        if isinstance(got, str):
+            rows.append({"claim": v.claim.key, "taken": "no", "why": got})
+            continue
+        got.cells = claim_cells(v, records)
+        needs[v.claim.key] = got
+    per_run, extra = {}, {}
+    for need in needs.values():
+        for cell in need.cells:
+            if cell not in per_run:
+                runs = [r for s, r in records.values() if Cell.of(s, r) == cell]
+                per_run[cell] = pd.Series([_paid(r) for r in runs]).median()
+                config = CONFIGS[cell.kind].model_validate({**json.loads(cell.settings), "results_dir": str(root)})
+                extra[cell] = _prerequisite_costs(records, config)
+    bought: dict[Cell, int] = {}
+    paid_extra: set[str] = set()
+    spent = 0.0
+
+    def cost(need: Need, seeds: int) -> float:
+        more = sum(per_run[c] * max(0, seeds - bought.get(c, 0)) for c in need.cells)
+        pre = sum(s for c in need.cells for rid, s in extra[c].items() if rid not in paid_extra)
+        return (more + pre) / 3600
+
+    def buy(need: Need, seeds: int) -> None:
+        nonlocal spent
+        spent += cost(need, seeds)
+        for c in need.cells:
+            bought[c] = max(bought.get(c, 0), seeds)
+            paid_extra.update(extra[c])
+
+    rows_of: dict[str, dict] = {}
+    pool = list(needs.values())  # stage 1: every claim read at MIN_SEEDS, which decides those that need no more
+    while pool:
+        need = min(pool, key=lambda n: (cost(n, MIN_SEEDS), n.claim))
+        pool.remove(need)
+        hours = cost(need, MIN_SEEDS)
+        if spent + hours > budget_h:
+            rows_of[need.claim] = _row(need, MIN_SEEDS, hours) | {"taken": "no", "why": _over(spent, budget_h)}
+            continue
+        buy(need, MIN_SEEDS)
+        rows_of[need.claim] = _row(need, MIN_SEEDS, hours) | {"taken": "yes", "cumulative": round(spent, 2)}
+    pool = [n for n in needs.values() if rows_of[n.claim]["taken"] == "yes" and (n.seeds or 0) > MIN_SEEDS]
+    while pool:  # stage 2: the further seeds that decide the others, cheapest decision first
+        need = min(pool, key=lambda n: (cost(n, n.seeds), n.claim))
+        pool.remove(need)
+        hours = cost(need, need.seeds)
+        if spent + hours > budget_h:
+            continue
+        buy(need, need.seeds)
+        row = rows_of[need.claim]
+        rows_of[need.claim] = _row(need, need.seeds, row["CPU-hours"] + hours) | {
+            "taken": "yes",
+            "cumulative": round(spent, 2),
+        }
+    rows += list(rows_of.values())
+    table = pd.DataFrame(rows, columns=["claim", "taken", "seeds per arm", "CPU-hours", "cumulative", "why"])
+    first = {cell.study: next_seed.get(cell.study, 1) for cell in bought}
+    taken = {cell: list(range(first[cell.study], first[cell.study] + seeds)) for cell, seeds in bought.items()}
+    return table, taken
+
+
+def _row(need: Need, seeds: int, hours: float) -> dict:
+    """A claim's row: the seeds bought and what they do (decide it, or read it only, and why)."""
+    if need.seeds is not None and seeds >= need.seeds:
+        why = (
+            f"decides it: {seeds} fresh seeds per arm detect {need.distance:.2f} ({need.target}'s distance from "
+            "the rule's boundary) with 80% power"
+        )
+    elif need.seeds is None:
+        why = (
+            f"a reading only: the evaluation examples alone put the smallest detectable effect at {need.floor:.2f}, "
+            f"beyond {need.distance:.2f} ({need.target}'s distance from the boundary): more seeds cannot decide it"
+        )
+    else:
+        why = f"a reading only: deciding it takes {need.seeds} fresh seeds per arm, more than the budget leaves"
+    return {"claim": need.claim, "seeds per arm": seeds, "CPU-hours": round(hours, 2), "why": why}
+
+
+def _over(spent: float, budget_h: float) -> str:
+    return f"not bought: even a reading would exceed the budget ({spent:.1f} of {budget_h:g} CPU-hours spent before)"
+
+
+HEADER = """The confirmation plan by power ({budget:g} CPU-hours): fresh seeds of the cells the claims rest on, written
+before any of them ran, after every claim was frozen. Generated by `python -m adaptstudy.planning.power results
+--write {folder}` (the rule is that module's docstring; plan.csv beside this file lists every claim, taken or not,
+with the seeds it needs, its cost and why). Do not edit."""
+
+
+def grids(taken: dict[Cell, list[int]]) -> dict[str, dict]:
+    """The sweep files of the bought cells, one per study and kind, each cell on its own evaluation set."""
+    out: dict[str, dict] = {}
+    for cell, seeds in sorted(taken.items(), key=lambda item: (item[0].study, item[0].kind, item[0].settings)):
+        name = f"{cell.study}_power" + ("_multitask" if cell.kind == "multitask" else "")
+        grid = out.setdefault(
+            name,
+            {"study": cell.study, "kind": cell.kind, "description": "confirmatory runs by power", "axes": []},
+        )
+        for seed in seeds:
+            config = {**json.loads(cell.settings), "seed": seed}
+            if isinstance(config.get("fusion_from"), dict):
+                config["fusion_from"] = {**config["fusion_from"], "seed": seed}
+            grid["axes"].append({k: [v] for k, v in config.items() if v is not None})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root", nargs="?", default="results")
+    parser.add_argument("--budget", type=float, default=BUDGET_H, help="CPU-hours")
+    parser.add_argument("--write", help="a folder for the plan and its sweep files")
+    args = parser.parse_args(argv)
+    verdicts, _ = chapter_verdicts(chapter_runs(args.root))
+    table, taken = plan(verdicts, args.root, args.budget)
+    print(table.to_string(index=False))
+    if args.write:
+        folder = Path(args.write)
+        folder.mkdir(parents=True, exist_ok=True)
+        table.to_csv(folder / "plan.csv", index=False)
+        text = HEADER.format(budget=args.budget, folder=args.write)
+        header = "".join(f"# {line}\n" for line in text.splitlines())
+        for name, grid in grids(taken).items():
+            (folder / f"{name}.yaml").write_text(header + yaml.safe_dump(grid, sort_keys=False, width=120))
+            write_run_ids(folder / f"{name}.yaml")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Freezing a chapter's claims for confirmation: a `frozen` ledger entry per claim, once its ledger accounts for its
+design and protocol. Correct, then freeze, then confirm: only runs made after the freeze (and after any amendment
+that follows it) give a claim its confirmatory verdict (`confirmatory_since`)."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from adaptstudy.reporting.declarations import Declared, Entry, dump_declaration, load_declaration
+
+
+def frozen_at(claim: Declared) -> datetime | None:
+    """When the claim was last frozen for confirmation (None: never)."""
+    return next((e.date for e in reversed(claim.ledger) if e.event == "frozen"), None)
+
+
+def confirmatory_since(claim: Declared) -> datetime | None:
+    """The time after which a run confirms the claim: its freeze, or an amendment after it (which spends the fresh
+    seeds made before it); None for a claim never frozen, which no run confirms."""
+    frozen = frozen_at(claim)
+    return None if frozen is None else max(frozen, claim.last_change)
+
+
+def freeze(
+    path: str | os.PathLike,
+    reason: str,
+    records: int,
+    protocol: dict[str, str],
+    when: datetime | None = None,
+) -> list[str]:
+    """Append a `frozen` entry (the design's and the protocol's fingerprints now) to every claim of the declaration
+    at `path`; refused, naming the claim, where the ledger does not account for the design or the protocol (amend
+    first: correct, then freeze, then confirm). Rewrites the file, keeping its leading comment; returns the names."""
+    path = Path(path)
+    when = when or datetime.now(timezone.utc).replace(microsecond=0)
+    chapter = load_declaration(path)
+    problems = [f"{name}: {why}" for name, c in chapter.claims.items() if (why := c.unamended(protocol))]
+    if problems:
+        raise ValueError(f"{path}: not frozen, amend first: {' | '.join(problems)}")
+    for name, claim in list(chapter.claims.items()):
+        entry = Entry(
+            event="frozen",
+            date=when,
+            reason=reason,
+            records=records,
+            fingerprint=claim.design.fingerprint(),
+            protocol=protocol,
+        )
+        chapter.claims[name] = claim.model_copy(update={"ledger": [*claim.ledger, entry]})
+    header = "".join(line for line in path.read_text(encoding="utf-8").splitlines(True) if line.startswith("#"))
+    path.write_text(header + dump_declaration(chapter), encoding="utf-8")
+    return list(chapter.claims)

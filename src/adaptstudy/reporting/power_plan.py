@@ -1,0 +1,58 @@
+"""The confirmation plan by power as the report reads it (`params/cpu/confirm/power/plan.csv`, written by
+`planning.power` before any of its runs): why a claim has no verdict on fresh seeds alone, and what one would cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.runs.records import paid_seconds, records_frame
+
+# the confirmation plan by power (`planning.power`), once written
+POWER_PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm" / "power" / "plan.csv"
+
+
+def power_plan(path: Path = POWER_PLAN) -> dict[str, dict]:
+    """The power plan's row per claim (taken, seeds per arm, CPU-hours, why), by claim; {} before one is
+    written."""
+    if not Path(path).is_file():
+        return {}
+    return {row["claim"]: row for row in pd.read_csv(path).to_dict("records")}
+
+
+def why_unconfirmed(key: str, plan: dict[str, dict]) -> str:
+    """Why a claim has no verdict on fresh seeds alone, with what one would cost (the power plan's row)."""
+    row = plan.get(key)
+    if row is None:
+        return "none: not in the confirmation plan" if plan else "none yet"
+    hours = f", {row['CPU-hours']:.1f} CPU-hours" if pd.notna(row.get("CPU-hours")) else ""
+    if row["taken"] == "yes":
+        return f"planned, not run yet: {int(row['seeds per arm'])} fresh seeds per arm{hours}"
+    return f"none: not bought ({row['why']}{hours})"
+
+
+def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
+    """What the power plan bought and what has landed: claims taken, CPU-hours planned against its budget, and the
+    fresh runs committed so far with the CPU-hours they paid (training and evaluation)."""
+    plan = power_plan(folder / "plan.csv")
+    if not plan:
+        return "**The confirmation plan by power** is not written yet."
+    table = pd.DataFrame(plan.values())
+    taken = table[table["taken"] == "yes"]
+    planned = int(taken["why"].str.startswith("decides").sum())
+    ids, hours, landed = set(), 0.0, 0
+    for run_ids in sorted(folder.glob("*.run_ids")):
+        ids |= set(run_ids.read_text(encoding="utf-8").split())
+    for study in {s.stem.split("_power")[0] for s in folder.glob("*.yaml")}:
+        runs = records_frame(Path(root) / study)
+        fresh = runs[runs["run_id"].isin(ids)] if not runs.empty else runs
+        landed += len(fresh)
+        hours += (paid_seconds(fresh, "train_runtime_s") + paid_seconds(fresh, "eval_runtime_s")).sum() / 3600
+    return (
+        f"**The confirmation plan by power** bought fresh seeds for {len(taken)} of {len(table)} claims "
+        f"({planned} powered to decide, {len(taken) - planned} read only), "
+        f"{taken['CPU-hours'].sum():.1f} CPU-hours estimated. Landed so far: {landed} of its {len(ids)} fresh runs, "
+        f"{hours:.1f} CPU-hours spent (training and evaluation)."
+    )

@@ -1,0 +1,150 @@
+"""Correct, then freeze, then confirm: a claim's `frozen` ledger entry fixes its design and protocol, only runs made
+after it (and after any amendment that follows) give its confirmatory verdict, and the power plan that buys those
+runs is written before any of them."""
+
+import math
+import shutil
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import pytest
+import yaml
+
+from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.planning.power import MIN_SEEDS, plan, seeds_needed
+from adaptstudy.reporting.declarations import Entry, load_declaration
+from adaptstudy.reporting.evidence import Judgement
+from adaptstudy.reporting.freeze import confirmatory_since, freeze, frozen_at
+from adaptstudy.reporting.power_plan import why_unconfirmed
+
+HOULSBY = PROJECT_ROOT / "src" / "adaptstudy" / "reporting" / "houlsby" / "claims.yaml"
+DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))
+
+
+def _protocol(path):
+    from adaptstudy.reporting.amend import protocol_of
+
+    return protocol_of(path)
+
+
+def test_freezing_adds_an_entry_to_every_claim_and_refuses_a_ledger_that_does_not_account_for_its_design(tmp_path):
+    copy = tmp_path / "claims.yaml"
+    shutil.copy(HOULSBY, copy)
+    protocol = _protocol(HOULSBY)
+    when = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    names = freeze(copy, "designs fixed for confirmation", 289, protocol, when=when)
+    frozen = load_declaration(copy)
+    assert sorted(names) == sorted(frozen.claims) and len(names) == 11
+    for claim in frozen.claims.values():
+        assert claim.ledger[-1].event == "frozen" and frozen_at(claim) == when
+        assert confirmatory_since(claim) == when and claim.unamended(protocol) == ""
+    raw = yaml.safe_load(HOULSBY.read_text())
+    raw["claims"]["parity"]["rule"]["threshold"] = -2.0  # an edit the ledger does not account for
+    copy.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match="not frozen, amend first: parity: the design has fingerprint"):
+        freeze(copy, "too early", 289, protocol)
+
+
+def test_an_amendment_after_the_freeze_moves_confirmation_to_after_it_and_a_claim_never_frozen_has_none():
+    claim = load_declaration(HOULSBY).claims["parity"]
+    bare = claim.model_copy(update={"ledger": [e for e in claim.ledger if e.event != "frozen"]})
+    assert frozen_at(bare) is None and confirmatory_since(bare) is None
+    when = bare.last_change + timedelta(days=1)
+    frozen = Entry(event="frozen", date=when, fingerprint=claim.fingerprint(), protocol=claim.recorded_protocol)
+    later = Entry(
+        event="amended",
+        date=when + timedelta(hours=5),
+        reason="a correction after the freeze",
+        was={"smallest_effect": 0.3},
+        fingerprint=claim.fingerprint(),
+        protocol=claim.recorded_protocol,
+    )
+    assert confirmatory_since(bare.model_copy(update={"ledger": [*bare.ledger, frozen]})) == when
+    amended = bare.model_copy(update={"ledger": [*bare.ledger, frozen, later]})
+    assert confirmatory_since(amended) == when + timedelta(hours=5)  # the fresh seeds before it are spent
+
+
+def test_seeds_to_decide_shrink_the_seeds_share_of_the_variance_but_never_the_examples():
+    j = Judgement(0.0, -2.0, 2.0, 3, "inconclusive", "t", se=1.0, df=4, example_var=0.25)
+    seeds, floor = seeds_needed(j, 4.2)  # one seed's variance 2.25; (4.2 / 2.80)² − 0.25 = 2.0 of room
+    assert seeds == MIN_SEEDS and math.isclose(floor, 1.4, rel_tol=1e-2)
+    assert seeds_needed(j, 2.1)[0] == math.ceil(2.25 / ((2.1 / 2.8016) ** 2 - 0.25))
+    assert seeds_needed(j, 1.0) == (None, floor)  # the examples alone are wider than the distance
+
+
+@pytest.fixture(scope="module")
+def planned(committed_verdicts):
+    return plan(committed_verdicts[0], PROJECT_ROOT / "results")
+
+
+def test_the_power_plan_lists_every_claim_once_keeps_to_its_budget_and_buys_a_shared_cell_once(planned):
+    from adaptstudy.reporting.claims import CLAIMS
+
+    table, taken = planned
+    assert table["claim"].is_unique and set(table["claim"]) == set(CLAIMS.names())
+    bought = table[table["taken"] == "yes"]
+    assert bought["cumulative"].max() <= 14.0
+    assert bought["CPU-hours"].sum() == pytest.approx(bought["cumulative"].max(), abs=0.005 * len(bought) + 1e-9)
+    assert (bought["seeds per arm"] >= MIN_SEEDS).all() and table["why"].str.len().gt(0).all()
+    seeds = [(cell, s) for cell, ss in taken.items() for s in ss]
+    assert len(seeds) == len(set(seeds)) and all(s > 0 for _, s in seeds)  # never the selection seed
+
+
+def test_a_claim_without_a_confirmatory_verdict_says_why_and_what_it_would_cost():
+    plan_rows = {
+        "a.b": {"taken": "no", "why": "a reading only: deciding it takes 40 fresh seeds per arm", "CPU-hours": 3.2},
+        "a.c": {"taken": "yes", "seeds per arm": 5, "CPU-hours": 0.4, "why": "decides it"},
+    }
+    assert why_unconfirmed("a.b", plan_rows) == (
+        "none: not bought (a reading only: deciding it takes 40 fresh seeds per arm, 3.2 CPU-hours)"
+    )
+    assert why_unconfirmed("a.c", plan_rows) == "planned, not run yet: 5 fresh seeds per arm, 0.4 CPU-hours"
+    assert why_unconfirmed("a.d", plan_rows) == "none: not in the confirmation plan"
+
+
+@pytest.mark.parametrize("path", DECLARATIONS, ids=lambda p: p.parent.name)
+def test_every_claim_is_frozen_after_its_last_change(path):
+    for name, claim in load_declaration(path).claims.items():
+        assert frozen_at(claim) is not None, f"{path.parent.name}.{name} is not frozen"
+        assert frozen_at(claim) >= claim.last_change or claim.ledger[-1].event == "amended", name
+
+
+def test_no_confirmatory_verdict_rests_on_a_run_made_before_its_claims_freeze(committed_verdicts):
+    from adaptstudy.reporting.scorecard import chapter_runs, confirmatory
+
+    runs = chapter_runs(PROJECT_ROOT / "results")
+    seconds = committed_verdicts[1].drop_duplicates("run_id").set_index("run_id")["finished_at"]
+    for key, v in confirmatory(runs, committed_verdicts[0]).items():
+        since = pd.Timestamp(confirmatory_since(v.claim.declared))
+        made = pd.to_datetime(seconds.reindex(sorted(v.run_ids)), utc=True, format="ISO8601")
+        assert (made >= since).all(), f"{key}: {int((made < since).sum())} runs predate its freeze"
+
+
+def test_every_fresh_run_is_in_the_power_plan_and_made_after_the_plan_was_committed():
+    """Fresh runs of the frozen claims are the plan's: each finished after the plan's first commit, and no run of
+    the chapters it covers was made after the freeze outside it (the base-size claims have their own grids)."""
+    import subprocess
+
+    from adaptstudy.reporting.power_plan import POWER_PLAN
+    from adaptstudy.runs.records import made_at, records_frame
+
+    committed = subprocess.run(
+        ["git", "log", "--diff-filter=A", "--format=%cI", "--", str(POWER_PLAN)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert committed, "the power plan is not committed"
+    plan_time = pd.Timestamp(committed[-1])
+    planned = {i for f in POWER_PLAN.parent.glob("*.run_ids") for i in f.read_text().split()}
+    freeze_time = min(frozen_at(c) for p in DECLARATIONS for c in load_declaration(p).claims.values())
+    for study in ("houlsby", "peft_imdb", "dsp", "fusion", "hyperformer"):
+        runs = records_frame(PROJECT_ROOT / "results" / study)
+        if runs.empty:
+            continue
+        made = pd.to_datetime(made_at(runs), utc=True, format="ISO8601")
+        ours = runs["run_id"].isin(planned)
+        assert (made[ours] > plan_time).all(), f"{study}: a planned run finished before the plan was committed"
+        after = (made >= pd.Timestamp(freeze_time)) & (runs["seed"] != 0)
+        assert not (after & ~ours).any(), f"{study}: {list(runs.loc[after & ~ours, 'run_id'])} are in no plan"
