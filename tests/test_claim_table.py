@@ -39,4 +39,5 @@ def test_the_fresh_seed_verdict_is_a_filterable_value(committed_verdicts):
     top_k = next(v for v in verdicts if v.claim.key == "houlsby.top-k")
     table = claim_table(scorecard(verdicts, seconds, {top_k.claim.key: top_k}))
     fresh = re.findall(r'data-fresh="([^"]*)"', table)
-    assert fresh.count(top_k.verdict) == 1 and fresh.count("no fresh seeds yet") == len(fresh) - 1
+    assert fresh.count(top_k.verdict) == 1
+    assert all(f.startswith(("none", "planned")) for f in fresh if f != top_k.verdict)  # why none, filterable

@@ -8,8 +8,9 @@ from adaptstudy.common.registry import UnknownNameError
 from adaptstudy.data import TASKS, DataNotFoundError, MalformedDataError, load_task, register_task, resolve_task
 from adaptstudy.data.builders import HELPFUL_MIN_VOTES, HELPFUL_SHARE, blitzer_reviews, helpfulness_rows
 from adaptstudy.data.splits import subsample
-from adaptstudy.runs.base import ConfigError, validate
+from adaptstudy.runs.base import ConfigError
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.training.config_checks import checked
 
 # Split sizes and label sets as the mirror's README gives them.
 GLUE = {
@@ -315,7 +316,7 @@ def test_a_custom_task_file_outside_the_data_folder_stops_with_one_error_unless_
         "main_metric": "accuracy",
     }
     with pytest.raises(ConfigError, match=rf"train file '{re.escape(path)}' is outside the data directory"):
-        validate(FinetuneConfig, {"task": spec})
+        checked(FinetuneConfig, {"task": spec})  # the config holds it; the checks before any work refuse it
     assert resolve_task({**spec, "files_outside_data_dir": True}).files["train"] == path
 
 

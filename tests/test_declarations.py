@@ -259,16 +259,16 @@ def test_every_claim_of_closeness_declares_its_margin_with_a_reason():
     such claim gives the reason for its margin, and those whose source gives a figure hold it as `smallest_effect`."""
     closeness = {key: CLAIMS.get(key).declared for key in CLAIMS.names() if CLAIMS.get(key).declared.closeness}
     assert {"houlsby.parity", "houlsby.parity-64", "houlsby.size", "houlsby.init-stable"} <= set(closeness)
-    assert {"fusion.pfeiffer-on-par-houlsby", "peft.embeddings-near-optimal", "houlsby_base.parity-64"} <= set(
-        closeness
-    )
-    assert len(closeness) == 15
+    assert {"fusion.pfeiffer-on-par-houlsby", "peft.embeddings-near-optimal"} <= set(closeness)
+    assert {"houlsby_base.parity-64", "houlsby_base.ablation-one", "houlsby_base.ablation-all"} <= set(closeness)
+    assert len(closeness) == 17
     assert all(len(d.margin_reason) > 40 for d in closeness.values())
     figures = {key: d.smallest_effect for key, d in closeness.items() if d.smallest_effect is not None}
     assert figures == {
         "houlsby.parity": 0.4,
         "houlsby.parity-64": 0.8,
         "houlsby_base.parity-64": 0.8,
+        "houlsby_base.ablation-one": 2.0,
         "houlsby.size": 0.5,
         "houlsby.ablation-one": 2.0,
         "fusion.pfeiffer-on-par-houlsby": 0.27,

@@ -11,6 +11,7 @@ from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.houlsby import claims as hc
 from adaptstudy.reporting.houlsby import tables as ht
 from adaptstudy.reporting.houlsby.budget import budget_note
+from adaptstudy.reporting.layer_ablation import ablation_matrix
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.training.finetune import finetune
 
@@ -138,7 +139,7 @@ def test_ablation_matrix_is_first_by_last():
             {"first": 1, "last": 1, "accuracy": 66.0},
         ],
     }
-    matrix = hc.ablation_matrix(record)
+    matrix = ablation_matrix(record)
     assert matrix.loc[0, 1] == 55.0 and matrix.loc[1, 1] == 66.0 and pd.isna(matrix.loc[1, 0])
 
 
@@ -163,7 +164,7 @@ def test_a_layer_ablation_run_records_every_span_and_the_majority_class(data_dir
         round(100 * 146 / 277, 2),
         round(100 * 131 / 277, 2),
     }  # RTE dev classes
-    assert hc.ablation_matrix(record).shape == (6, 6)
+    assert ablation_matrix(record).shape == (6, 6)
 
 
 def test_init_scale_is_judged_per_task_on_the_reported_seeds(tmp_path, run, claims_table):
