@@ -11,9 +11,17 @@ from adaptstudy.planning.stage_2 import unfinished
 from adaptstudy.reporting.common import load_runs
 
 ROOT = Path(__file__).resolve().parents[1]
-STAGE_1 = {"houlsby_report.yaml": "houlsby_select.yaml"}  # stage 1 grids that run over several sessions
+STAGE_1 = {
+    "houlsby_report.yaml": "houlsby_select.yaml",
+    "houlsby_base_report.yaml": "houlsby_base_select.yaml",
+}  # stage 1 grids that run over several sessions
 PLANNED = {  # stage-2 grid: (results folder, the chapter package with its `tables`, its planner)
     "houlsby_report.yaml": ("houlsby", "adaptstudy.reporting.houlsby", "adaptstudy.planning.houlsby"),
+    "houlsby_base_report.yaml": (
+        "houlsby_base",
+        "adaptstudy.reporting.houlsby_base",
+        "adaptstudy.planning.houlsby_base",
+    ),
     "peft_imdb_report.yaml": ("peft_imdb", "adaptstudy.reporting.peft", "adaptstudy.planning.peft"),
     "fusion_report.yaml": ("fusion", "adaptstudy.reporting.across.fusion", "adaptstudy.planning.fusion"),
     "hyperformer_report.yaml": (

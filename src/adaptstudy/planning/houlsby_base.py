@@ -34,16 +34,17 @@ HEADER = """# Houlsby et al. 2019's headline claim at base size, stage 2: the re
 """
 
 
-def finished_tasks(folder: Path) -> list[str]:
-    """The tasks every stage-1 cell of which has an ok record in `folder`, in the grid's order."""
-    _, _, configs = grid_configs(STAGE_1, folder)
-    done = {record["run_id"] for record in read_records(folder)}
+def finished_tasks(done: set[str]) -> list[str]:
+    """The tasks every stage-1 cell of which is among the run ids `done`, in the grid's order."""
+    _, _, configs = grid_configs(STAGE_1, Path("unused"))
     tasks = list(dict.fromkeys(c.task for c in configs))
     return [t for t in tasks if all(c.run_id in done for c in configs if c.task == t)]
 
 
-def report_grid(runs: pd.DataFrame, tasks: list[str]) -> dict:
-    """The stage-2 grid (a sweep file's mapping): per task, each arm at its chosen rate, seeds `REPORTED_SEEDS`."""
+def report_grid(runs: pd.DataFrame, tasks: list[str] | None = None) -> dict:
+    """The stage-2 grid (a sweep file's mapping): per task (default: those whose stage 1 is among `runs`), each arm
+    at its chosen rate, seeds `REPORTED_SEEDS`."""
+    tasks = finished_tasks(set(runs["run_id"])) if tasks is None else tasks
     stage_1 = yaml.safe_load(STAGE_1.read_text())
     chosen = chosen_rates(runs).set_index(["task", "label"])["learning_rate"]
     axes = []
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results_dir", nargs="?", help="stage 1's records (default: results/houlsby_base)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     folder = Path(resolve_results_dir(args.results_dir, "houlsby_base"))
-    tasks = finished_tasks(folder)
+    tasks = finished_tasks({record["run_id"] for record in read_records(folder)})
     if not tasks:
         print(
             f"error: no task has finished stage 1 in {folder}: run python -m adaptstudy.sweep {STAGE_1}",

@@ -118,7 +118,7 @@ class Verdict:
         names, the last being this one. A design an amendment of the protocol replaced shows the verdict that
         amendment recorded under the earlier protocol (code is not rebuilt from a fingerprint)."""
         ledger = self.claim.declared.ledger
-        changes = [i for i, e in enumerate(ledger) if e.event != "recorded"]
+        changes = [i for i, e in enumerate(ledger) if e.event in ("declared", "amended")]  # what changed a design
         shown = []
         for n, i in enumerate(changes):
             following = ledger[changes[n + 1]] if n + 1 < len(changes) else None
