@@ -88,16 +88,18 @@ def epoch_history(log_history: list[dict], metrics: list[str]) -> list[dict[str,
     return [r for _, r in sorted(rows.items()) if len(r) > 1]
 
 
-def layer_ablation(trainer, spec: TaskSpec) -> list[dict[str, float]]:
-    """The dev metrics with the adapters of every contiguous span of layers first..last removed (no retraining)."""
+def layer_ablation(trainer, spec: TaskSpec) -> tuple[list[dict[str, float]], float]:
+    """The dev metrics with the adapters of every contiguous span of layers first..last removed (no retraining), and
+    the seconds those evaluations took: the run pays them beyond its epochs' evaluations (78 of them on 12 layers)."""
     layers = trainer.model.config.num_hidden_layers
-    rows = []
+    rows, seconds = [], 0.0
     for first in range(layers):
         for last in range(first, layers):
             with adapters_removed(trainer.model, range(first, last + 1)):
                 scores = trainer.evaluate(metric_key_prefix="ablation")
+            seconds += scores["ablation_runtime"]
             rows.append({"first": first, "last": last, **{m: scores[f"ablation_{m}"] for m in spec.metrics}})
-    return rows
+    return rows, seconds
 
 
 def selection_scores(trainer, encoded, spec: TaskSpec) -> dict[str, Any] | None:
@@ -229,8 +231,10 @@ def outcome(session: core.Session, data: Prepared, scored: dict[str, Any], train
     metrics = {m: history[-1][m] for m in spec.metrics}
     extra = {}
     if scored["ablation"] is not None:
+        rows, seconds = scored["ablation"]
         extra.update(
-            layer_ablation=scored["ablation"],
+            layer_ablation=rows,
+            ablation_runtime_s=seconds,
             majority_class_score=majority_class_score(spec, train_set, data.eval_set),
         )
     if scored["attention"] is not None:
