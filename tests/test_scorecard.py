@@ -9,6 +9,7 @@ from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.common import SELECTION_SEED
 from adaptstudy.reporting.evidence import VERDICTS
+from adaptstudy.reporting.power_plan import POWER_PLAN
 from adaptstudy.reporting.scorecard import (
     COLUMNS,
     PAGES,
@@ -67,9 +68,13 @@ def test_status_history_detectable_effect_and_published_figure_are_shown_for_eve
     assert list(card.columns[: len(COLUMNS)]) == COLUMNS and list(card.columns[:2]) == ["claim", "verdict"]
     judged = card["runs"] > 0
     assert card.loc[judged, "status"].str.match(r"(exploratory|confirmatory): ").all()
-    # every claim was amended on 2026-12-03 (the one regime), after every committed record: all exploratory until
-    # the confirmatory runs land
-    assert card.loc[judged, "status"].str.startswith("exploratory").all()
+    # confirmatory only on runs made after the claim's freeze: the base-size claims, frozen before any of their runs,
+    # are; a claim neither of them nor bought by the power plan stays exploratory (its runs predate the freeze)
+    confirmatory = card["status"].str.startswith("confirmatory")
+    base = card["claim"].isin({card_claim(v.claim) for v in verdicts if v.claim.chapter == "houlsby_base"})
+    taken = pd.read_csv(POWER_PLAN).query("taken == 'yes'")["claim"]
+    bought = card["claim"].isin({card_claim(CLAIMS.get(k)) for k in taken})
+    assert (confirmatory[judged & base]).all() and not confirmatory[judged & ~base & ~bought].any()
     assert card["verdict by design"].str.startswith("declared 2026-").all()
     # a claim with runs but no interval (not testable: an arm short of seeds) has no detectable effect either
     assert card.loc[judged & (card["verdict"] != "not testable"), "detectable"].gt(0).all()
@@ -169,3 +174,8 @@ def test_fresh_runs_keep_the_choosing_seed_and_the_reported_runs_after_the_desig
     design = datetime(2026, 12, 1, tzinfo=timezone.utc)
     assert list(fresh_runs(runs, design, selection_seed=0)["run_id"]) == ["chose-old", "fresh", "at-design"]
     assert list(fresh_runs(runs, design, selection_seed=None)["run_id"]) == ["fresh", "at-design"]
+
+
+def card_claim(claim) -> str:
+    """A claim as the scorecard's `claim` column names it."""
+    return f"{claim.paper}: {claim.sentence} ({claim.where})"
