@@ -165,6 +165,9 @@ def test_a_layer_ablation_run_records_every_span_and_the_majority_class(data_dir
         round(100 * 131 / 277, 2),
     }  # RTE dev classes
     assert ablation_matrix(record).shape == (6, 6)
+    # its 21 evaluations are timed apart from the epoch's, at about the epoch's evaluation time each
+    per_epoch = record["history"][-1]["eval_runtime_s"]
+    assert 21 * per_epoch / 5 < record["ablation_runtime_s"] < 21 * per_epoch * 5
 
 
 def test_init_scale_is_judged_per_task_on_the_reported_seeds(tmp_path, run, claims_table):

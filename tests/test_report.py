@@ -1,6 +1,10 @@
 """What every chapter shares: its runs as one frame (`load_runs`), the scale a table's runs were made at, mean ± sd,
 and the foundation chapter's verdict per task."""
 
+import json
+import shutil
+from pathlib import Path
+
 import pandas as pd
 
 from adaptstudy.reporting.common import format_mean_sd, load_runs, mean_sd, scale_note
@@ -16,6 +20,7 @@ from adaptstudy.reporting.selection import (
     precision_by_stage,
 )
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.records import ablation_estimated, ablation_seconds
 
 
 def _run(fake_record, seed, learning_rate):
@@ -142,3 +147,29 @@ def test_runs_resumed_before_the_time_ledger_make_the_hours_a_lower_bound_and_ca
     assert "1 of the runs were resumed before records kept the seconds" in study_cost(runs, budget_h=2)
     speeds = run_costs(runs, "houlsby")["examples/s"]
     assert speeds.isna().sum() == 1 and speeds.max() < 20000.0
+
+
+BASE_ABLATION = (
+    Path(__file__).parents[1] / "results" / "houlsby_base" / "e1feb7f4df9c8bdb.json"  # MRPC, size 64, seed 1
+)
+
+
+def test_the_cost_counts_the_layer_ablation_timed_or_estimated_from_the_runs_own_evaluations(tmp_path):
+    shutil.copy(BASE_ABLATION, tmp_path)  # made before the ablation was timed: 78 spans of 12 layers
+    record = json.loads(BASE_ABLATION.read_text())
+    per_epoch = [row["eval_runtime_s"] for row in record["history"]]
+    runs = load_runs(tmp_path)
+    assert ablation_seconds(runs).iloc[0] == 78 * sum(per_epoch) / len(per_epoch)  # about 16.6 minutes
+    assert ablation_estimated(runs).tolist() == [True]
+    hours = (record["eval_runtime_s"] + 78 * sum(per_epoch) / len(per_epoch)) / 3600
+    cost = study_cost(runs, budget_h=10)
+    assert f"h of training and {hours:.2f} h of evaluation" in cost
+    assert "0.28 h of layer ablation in 1 runs, 0.28 h of it estimated" in cost
+    assert run_costs(runs, "houlsby_base")["eval_runtime_s"].iloc[0] == hours * 3600  # the cost tables count it too
+
+    timed = tmp_path / "timed"
+    timed.mkdir()
+    (timed / BASE_ABLATION.name).write_text(json.dumps({**record, "ablation_runtime_s": 900.0}))
+    runs = load_runs(timed)
+    assert ablation_seconds(runs).tolist() == [900.0] and not ablation_estimated(runs).any()
+    assert "0.25 h of layer ablation in 1 runs." in study_cost(runs, budget_h=10)

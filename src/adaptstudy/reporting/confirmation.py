@@ -11,7 +11,7 @@ import yaml
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import Verdict
-from adaptstudy.runs.records import paid_seconds, records_frame
+from adaptstudy.runs.records import paid_evaluation, paid_seconds, records_frame
 
 PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm"  # the first plan; a later wave is a folder of its own inside it
 RULE_FILE = "rule.txt"  # beside a later wave's plan: its rule, as its chapters state it
@@ -73,7 +73,7 @@ def _wave(chapter: str, root: str | Path, plan: Path, first: bool) -> list[str]:
         cells = sweep.with_suffix(".run_ids").read_text(encoding="utf-8").split()
         runs = records_frame(Path(root) / yaml.safe_load(sweep.read_text(encoding="utf-8"))["study"])
         fresh = runs[runs["run_id"].isin(set(cells))] if not runs.empty else runs
-        hours = (paid_seconds(fresh, "train_runtime_s") + paid_seconds(fresh, "eval_runtime_s")).sum() / 3600
+        hours = (paid_seconds(fresh, "train_runtime_s") + paid_evaluation(fresh)).sum() / 3600
         shown = sweep.relative_to(PROJECT_ROOT) if sweep.is_relative_to(PROJECT_ROOT) else sweep
         parts.append(
             f"Landed so far: {len(fresh)} of the {len(cells)} fresh runs of `{shown}` "

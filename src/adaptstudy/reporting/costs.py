@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.runs.records import paid_seconds
+from adaptstudy.runs.records import ablation_estimated, ablation_seconds, paid_evaluation, paid_seconds
 
 
 def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
@@ -13,7 +13,7 @@ def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
     (retraining included), against the budget of its chapter (or part)."""
     if runs.empty:
         return "No runs yet."
-    train_h, eval_h = (paid_seconds(runs, field).sum() / 3600 for field in ("train_runtime_s", "eval_runtime_s"))
+    train_h, eval_h = paid_seconds(runs, "train_runtime_s").sum() / 3600, paid_evaluation(runs).sum() / 3600
     partial = partly_timed(runs).sum()
     return (
         f"{len(runs)} runs: {train_h:.2f} h of training and {eval_h:.2f} h of evaluation ({train_h + eval_h:.2f} h on "
@@ -24,8 +24,28 @@ def study_cost(runs: pd.DataFrame, budget_h: float) -> str:
             if partial
             else ""
         )
+        + ablations(runs)
         + (f" Machines: {machines(runs)}." if {"record", "cpu"} & set(runs) else "")
         + allocators(runs)
+    )
+
+
+def ablations(runs: pd.DataFrame) -> str:
+    """What of the evaluation hours the layer ablations took (a dev evaluation per span of layers after training),
+    and which of them are estimated: records made before the ablation was timed. '' where no run ablated."""
+    seconds = ablation_seconds(runs)
+    if not seconds.any():
+        return ""
+    estimated = ablation_estimated(runs)
+    return (
+        f" The evaluation includes {seconds.sum() / 3600:.2f} h of layer ablation in {int((seconds > 0).sum())} runs"
+        + (
+            f", {seconds[estimated].sum() / 3600:.2f} h of it estimated: {int(estimated.sum())} runs' records "
+            "predate the ablation's timing, and their spans are counted at the run's own mean evaluation time per "
+            "epoch."
+            if estimated.any()
+            else "."
+        )
     )
 
 
@@ -87,7 +107,7 @@ def run_costs(runs: pd.DataFrame, study: str, method: str = "method") -> pd.Data
         "method": runs[method],
         "run_id": runs["run_id"],
         "train_runtime_s": paid_seconds(runs, "train_runtime_s"),
-        "eval_runtime_s": paid_seconds(runs, "eval_runtime_s"),
+        "eval_runtime_s": paid_evaluation(runs),
         "examples/s": runs["train_examples_per_s"].where(~partly_timed(runs)),  # a partial time makes no speed
         "peak MB": runs["peak_rss_mb"],
         "cpu": runs["record"].map(_recorded_machine),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.runs.records import paid_seconds, records_frame
+from adaptstudy.runs.records import paid_evaluation, paid_seconds, records_frame
 
 # the confirmation plan by power (`planning.power`), once written
 POWER_PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm" / "power" / "plan.csv"
@@ -49,7 +49,7 @@ def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
         runs = records_frame(Path(root) / study)
         fresh = runs[runs["run_id"].isin(ids)] if not runs.empty else runs
         landed += len(fresh)
-        hours += (paid_seconds(fresh, "train_runtime_s") + paid_seconds(fresh, "eval_runtime_s")).sum() / 3600
+        hours += (paid_seconds(fresh, "train_runtime_s") + paid_evaluation(fresh)).sum() / 3600
     return (
         f"**The confirmation plan by power** bought fresh seeds for {len(taken)} of {len(table)} claims "
         f"({planned} powered to decide, {len(taken) - planned} read only), "

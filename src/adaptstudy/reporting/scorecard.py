@@ -19,7 +19,7 @@ from adaptstudy.reporting.findings import declared
 from adaptstudy.reporting.freeze import confirmatory_since
 from adaptstudy.reporting.power_plan import power_plan, why_unconfirmed
 from adaptstudy.reporting.verdict_tables import rule_text
-from adaptstudy.runs.records import made_at, paid_seconds
+from adaptstudy.runs.records import made_at, paid_evaluation, paid_seconds
 
 CHAPTERS = [c for c in load_chapters() if c.study]  # every chapter that judges runs, in the book's order
 PAGES = {c.name: c.page for c in CHAPTERS}  # chapter (a claim key's first part) -> the book page that judges it
@@ -63,7 +63,8 @@ def chapter_verdicts(runs: dict[str, pd.DataFrame]) -> tuple[list[Verdict], pd.D
             frames.append(
                 mine[["run_id"]].assign(
                     finished_at=made_at(mine),  # when each run was first made: a rerun of a seed is not fresh
-                    **{field: paid_seconds(mine, field) for field in ("train_runtime_s", "eval_runtime_s")},
+                    train_runtime_s=paid_seconds(mine, "train_runtime_s"),
+                    eval_runtime_s=paid_evaluation(mine),
                 )
             )
     return verdicts, pd.concat(frames)

@@ -256,6 +256,40 @@ def paid_seconds(runs: pd.DataFrame, field: str, reruns: bool = True) -> pd.Seri
     return runs["record"].map(lambda record: _first_paid(record, field))
 
 
+def paid_evaluation(runs: pd.DataFrame, reruns: bool = True) -> pd.Series:
+    """Per run, every second of evaluation it cost: its epochs' (`paid_seconds` of `eval_runtime_s`) and its layer
+    ablation's (`ablation_seconds`), which evaluates the dev set once per span of layers after training."""
+    return paid_seconds(runs, "eval_runtime_s", reruns) + ablation_seconds(runs)
+
+
+def ablation_seconds(runs: pd.DataFrame) -> pd.Series:
+    """Per run, the seconds its layer ablation's evaluations took (`ablation_runtime_s`); for a record made before
+    they were timed, an estimate (`ablation_estimated`): its spans × its own mean evaluation time per epoch, on the
+    same set. 0 for a run without an ablation, and for rows without records (`run_costs`' count it in evaluation)."""
+    if "record" not in runs:
+        return pd.Series(0.0, runs.index)
+    return runs["record"].map(_ablation_seconds).astype(float)
+
+
+def ablation_estimated(runs: pd.DataFrame) -> pd.Series:
+    """Per run, whether `ablation_seconds` is an estimate: an ablation whose record has no `ablation_runtime_s`."""
+    if "record" not in runs:
+        return pd.Series(False, runs.index)
+    return runs["record"].map(lambda r: bool(r.get("layer_ablation")) and r.get("ablation_runtime_s") is None)
+
+
+def _ablation_seconds(record: dict[str, Any]) -> float:
+    spans = record.get("layer_ablation") or []
+    if not spans:
+        return 0.0
+    if record.get("ablation_runtime_s") is not None:
+        return record["ablation_runtime_s"]
+    per_epoch = [row["eval_runtime_s"] for row in record.get("history", []) if row.get("eval_runtime_s") is not None]
+    if not per_epoch:
+        raise ValueError(f"{record['run_id']}: a layer ablation with no evaluation time to estimate its seconds from")
+    return len(spans) * sum(per_epoch) / len(per_epoch)
+
+
 def _first_paid(record: dict[str, Any], field: str) -> float:
     entries = record.get("retrained", [])
     first = next((r for r in entries if r.get("why") == RERUN and "metrics" in r), record)  # the replaced run
