@@ -11,7 +11,7 @@ import pandas as pd
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import Verdict
 from adaptstudy.reporting.common import SELECTION_SEED, config_column
-from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates
+from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates, grid_edge_note
 
 ARMS = ("houlsby-64", "full")
 KEYS = ["task", "label"]
@@ -30,6 +30,26 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
 def chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
     """Per task and arm, the rate the selection seed's run chose on the selection split."""
     return choose_learning_rates(runs[runs["seed"] == SELECTION_SEED], KEYS)
+
+
+def choices_note(runs: pd.DataFrame) -> str:
+    """What a reader of the choices should know: the choices on the edge of their grid (no edge extension here, so
+    they stand), and the selection runs that predicted one class on the dev set (a rate too large to train at)."""
+    constant = runs[
+        (runs["seed"] == SELECTION_SEED) & runs["record"].map(lambda r: bool(r.get("constant_predictions")))
+    ]
+    collapsed = ", ".join(
+        f"{row.label} at {row.rate:g} on {row.task.upper()}"
+        for row in constant.assign(rate=config_column(constant, "learning_rate")).itertuples()
+    )
+    return " ".join(
+        part
+        for part in (
+            grid_edge_note(chosen_rates(runs), lambda row: f"{row.label} on {row.task.upper()}"),
+            f"These selection runs predicted a single class on the dev set: {collapsed}." if collapsed else "",
+        )
+        if part
+    )
 
 
 def scale_axis(small: Verdict, base: Verdict) -> pd.DataFrame:

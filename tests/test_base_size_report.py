@@ -1,0 +1,34 @@
+"""The base-size section's tables, read from the committed base-size records (`results/houlsby_base`)."""
+
+from pathlib import Path
+
+import pytest
+
+from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.houlsby_base import claims as hb
+from adaptstudy.reporting.houlsby_base import tables as hbt
+
+RECORDS = Path(__file__).parents[1] / "results" / "houlsby_base"
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return hbt.label_runs(load_runs(RECORDS))
+
+
+def test_the_choices_say_which_fell_on_the_grid_edge_and_which_rates_predicted_one_class(runs):
+    chosen = hbt.chosen_rates(runs).set_index(["task", "label"])
+    assert chosen.loc[("mrpc", "houlsby-64"), "learning_rate"] == 1e-3  # inside its grid: no edge
+    assert chosen.loc[("cola", "houlsby-64"), "edge"] == "smallest"
+    note = hbt.choices_note(runs)
+    assert "the smallest rate tried won for houlsby-64 on COLA" in note
+    assert "houlsby-64 at 0.003 on COLA" in note and "houlsby-64 at 0.001 on COLA" in note  # Matthews 0 on selection
+    assert "full at 5e-05" not in note  # the choices predicted both classes
+
+
+def test_the_base_size_table_sets_mrpc_beside_the_course_and_the_paper(runs):
+    row = hb.base_size_table(runs).set_index("task").loc["mrpc"]
+    assert row["metric"] == "f1"
+    assert row["ours: full"].startswith("90.6 ± 0.2") and row["ours: houlsby-64"].startswith("90.2 ± 0.8")
+    assert row["course (BERT-base, dev accuracy): adapters − full"] == "+0.73"  # 85.78 − 85.05, sources/003
+    assert row["paper (BERT-large, GLUE test): size 64 − full"] == "+0.3 (f1)"  # Table 1: 89.6 − 89.3
