@@ -370,6 +370,38 @@ def test_a_prerequisite_whose_artifact_is_gone_trains_again_and_keeps_its_record
     assert not runner.same_metrics({"a": 83.8}, {"a": 83.9}) and not runner.same_metrics({"a": 1.0}, {"b": 1.0})
 
 
+def test_a_retrained_prerequisite_that_diverges_keeps_its_record_and_stops_what_needs_it(
+    tmp_path, data_dir, monkeypatch
+):
+    """A cache without a prerequisite's artifact trains it again; where that training diverges and the reported one
+    did not, what needs it must not start from it, and its record must not trade its scores for a failure."""
+    from adaptstudy.launch.cells import write_failure
+
+    warmup = {"corpus": "task:rte", "mode": "head", "max_steps": 2, "learning_rate": 3e-3, **TINY_MLM}
+    config = FinetuneConfig(**TINY, method="bitfit", init_from=warmup, results_dir=str(tmp_path / "r"))
+    pretraining = PretrainConfig(**warmup)
+    record_file = tmp_path / "r_pretrain" / f"{pretraining.run_id}.json"
+    runner.ensure(config, tmp_path / "ckpt")
+    first = json.loads(record_file.read_text())
+    remove_folder(pretraining.artifact_dir())  # another machine's cache
+    trained = runner.pretrain
+    diverged = {"step": 7, "rule": "training loss above 10x the first step's for 2 steps in a row", "loss": 9.4}
+
+    def diverging(*args, **kwargs):
+        return {**trained(*args, **kwargs), "diverged": diverged}
+
+    monkeypatch.setattr(runner, "pretrain", diverging)
+    with pytest.raises(runner.PrerequisiteDiverged, match=f"{pretraining.run_id}: pretraining .* diverged at step 7"):
+        runner.ensure(config, tmp_path / "ckpt")
+    kept = json.loads(record_file.read_text())
+    assert kept["metrics"] == first["metrics"] and kept["finished_at"] == first["finished_at"]
+    assert kept["retrained"][-1]["why"] == runner.DIVERGED_AGAIN and kept["retrained"][-1]["diverged"] == diverged
+    assert kept["retrained"][-1]["train_runtime_s"] > 0  # paid, in sight
+    assert runner.pending_prerequisites(config) == {pretraining.run_id}  # its model removed: the next sweep retries
+    write_failure(pretraining.model_copy(update={"results_dir": str(record_file.parent)}), RuntimeError("diverged"))
+    assert json.loads(record_file.read_text())["status"] == "ok"  # the sweep's failure record does not replace it
+
+
 # The invariants: one training core, small modules.
 
 

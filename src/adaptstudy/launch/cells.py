@@ -142,6 +142,11 @@ def torch_threads(threads: int | None) -> Iterator[None]:
 
 
 def write_failure(config: CellConfig, error: BaseException) -> None:
+    """A failed record in place of the cell's, unless an ok one is there (a prerequisite that failed to train again
+    keeps the record it reported)."""
+    folder = resolve_results_dir(config.results_dir, config.STUDY)
+    if read_ok_record(folder / f"{config.run_id}.json"):
+        return
     record = base_record(config)
     record.update(
         status="failed",
@@ -156,7 +161,7 @@ def write_failure(config: CellConfig, error: BaseException) -> None:
         peak_rss_mb=None,
         finished_at=datetime.now(timezone.utc).isoformat(),
     )
-    write_record(record, resolve_results_dir(config.results_dir, config.STUDY))
+    write_record(record, folder)
 
 
 def describe(cell: Cell) -> str:

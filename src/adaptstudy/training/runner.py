@@ -9,7 +9,8 @@ Artifacts live in a per-machine cache, records in the project: a prerequisite wh
 is gone (a new clone, another machine) is trained again, and its record stays as it was when the retrained metrics
 are the same (the same config and seed give the same metrics), the second training's cost listed under `retrained`;
 where they differ (bf16 kernels differ between processors), the new record replaces it and lists the earlier training
-under `retrained` with its scores.
+under `retrained` with its scores. A retraining that diverged where the reported training did not is neither: the
+record stays, the diverged model is removed, and what needs it stops (`refuse_if_diverged`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Prerequisite:
     done: Callable[[], bool]
     train: Callable[[Path | None, bool], dict[str, Any]]  # (checkpoint folder, write the record) -> the record
     what: str
+    artifact: Callable[[], Path]  # where its trained weights live in this machine's cache
 
     def record_path(self) -> Path:
         return resolve_results_dir(self.config.results_dir, self.config.STUDY) / f"{self.config.run_id}.json"
@@ -67,6 +69,7 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
             done=lambda: is_artifact(pretraining.artifact_dir()),
             train=lambda checkpoints, write: pretrain(pretraining, write, checkpoint_dir=checkpoints),
             what=f"pretraining ({pretraining.corpus}, {pretraining.mode})",
+            artifact=pretraining.artifact_dir,
         )
     if isinstance(config, FinetuneConfig) and config.fusion_from is not None:
         mt = config.mt_source().model_copy(update={"results_dir": str(results)})
@@ -75,6 +78,7 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
             done=lambda: is_complete(mt.artifact_dir()),
             train=lambda checkpoints, write: train_multitask(mt, write, checkpoint_dir=checkpoints, save=True),
             what=f"the multi-task adapters ({mt.task_name})",
+            artifact=mt.artifact_dir,
         )
     elif isinstance(config, FinetuneConfig) and config.fusion_sources is not None:
         for task in config.fusion_sources:
@@ -88,6 +92,7 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
                     source, write, checkpoint_dir=checkpoints, save_adapter_to=source_folder(source)
                 ),
                 what=f"the source adapter of {task}",
+                artifact=lambda source=source: source_folder(source),
             )
     if isinstance(config, MultiTaskConfig) and config.transfer_from is not None:
         source = config.source().model_copy(update={"results_dir": str(results)})  # a cell of the study: stage 1's
@@ -96,6 +101,7 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
             done=lambda: is_complete(source.artifact_dir()),
             train=lambda checkpoints, write: train_multitask(source, write, checkpoint_dir=checkpoints, save=True),
             what=f"the transfer source ({source.task_name}, {source.method})",
+            artifact=source.artifact_dir,
         )
 
 
@@ -117,7 +123,30 @@ def ensure(config: RunConfig, checkpoint_root: Path | None = None, only: str | N
             record = needed.train(checkpoints, kept is None)
             remove_folder(checkpoints)
             if kept is not None:
+                refuse_if_diverged(needed, kept, record)
                 keep_or_replace(kept, record, needed.record_path())
+
+
+class PrerequisiteDiverged(RuntimeError):
+    """A prerequisite trained again (its artifact missing here) diverged where its record had not."""
+
+
+def refuse_if_diverged(needed: Prerequisite, kept: dict[str, Any], record: dict[str, Any]) -> None:
+    """A retrained prerequisite that diverged where its kept record did not is no copy of it: what needs it would
+    start from a broken model, and its record would trade reported scores for a failure. Keep the record (the
+    training's cost joins its `retrained` list, marked), remove the artifact, and stop what needs it."""
+    if not record.get("diverged") or kept.get("diverged"):
+        return
+    again = {k: record[k] for k in RETRAINED_FIELDS if k in record}
+    entry = {**again, "why": DIVERGED_AGAIN, "diverged": record["diverged"]}
+    write_record({**kept, "retrained": [*kept.get("retrained", []), entry]}, needed.record_path().parent)
+    remove_folder(needed.artifact())
+    raise PrerequisiteDiverged(
+        f"{needed.config.run_id}: {needed.what}, trained again because this cache lacked it, diverged at step "
+        f"{record['diverged'].get('step')} ({record['diverged'].get('rule')}) where its record did not: the record is "
+        "kept, the diverged model removed, and nothing that needs it trains on it. Run the sweep again (a processor's "
+        "bf16 kernels can differ from the one that trained it), or copy its artifact from a cache that has it."
+    )
 
 
 def same_metrics(before: dict[str, Any], after: dict[str, Any]) -> bool:
@@ -129,6 +158,7 @@ def same_metrics(before: dict[str, Any], after: dict[str, Any]) -> bool:
     )
 
 
+DIVERGED_AGAIN = "trained again, diverged: not used"
 RETRAINED_FIELDS = ("train_runtime_s", "eval_runtime_s", "finished_at", "machine", "sessions")
 REPLACED_FIELDS = ("metrics", "validation_metrics", "selection_metrics", "main_metric_value", "selection_metric_value")
 REPLACED_FIELDS += ("train_loss",)
