@@ -340,3 +340,41 @@ def test_a_run_whose_steps_all_fall_within_its_warmup_says_so(data_dir, capsys):
     )
     finetune(config.model_copy(update={"max_steps": 3}), write=False)  # 1 warmup step of 3: no warning
     assert "warmup" not in capsys.readouterr().out
+
+
+def _steps(losses_and_tasks, first=None):
+    """Feed (loss, task index or None) steps through `StopOnDivergence` as the Trainer would; its evidence."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from adaptstudy.training.callbacks import StopOnDivergence
+
+    feed = iter(losses_and_tasks)
+    trainer = SimpleNamespace(training_step=lambda model, inputs, n=None: torch.tensor(inputs["loss"]))
+    guard = StopOnDivergence(trainer, first)
+    control = SimpleNamespace(should_training_stop=False)
+    for step, (loss, task) in enumerate(feed, start=1):
+        inputs = {"loss": loss} | ({} if task is None else {"task_ids": torch.full((8,), task)})
+        trainer.training_step(None, inputs, None)
+        guard.on_step_end(None, SimpleNamespace(global_step=step), control)
+    return guard.evidence, control.should_training_stop, guard.first
+
+
+def test_each_task_is_held_to_its_own_first_loss():
+    """The retraining of a five-task Hyperformer++ run (CoLA, SST-2, MRPC, STS-B, RTE) was stopped at step 27: its
+    first batch was a classification task's (0.70) and STS-B's squared error starts near 9. Each task now has its
+    own reference; a task whose own loss rises tenfold for two steps still stops the run."""
+    healthy = [(0.70, 0), (0.69, 2), (9.4, 3), (9.3, 3), (0.68, 0), (8.1, 3), (7.9, 3), (0.6, 4)]
+    assert _steps(healthy)[:2] == (None, False)
+    assert _steps([(loss, None) for loss, _ in healthy])[0]["step"] == 4  # one reference: the old false alarm
+    evidence, stopped, first = _steps([*healthy, (100.0, 3), (120.0, 3)])
+    assert stopped and evidence["task_index"] == 3 and evidence["step"] == 10
+    assert evidence["first_loss"] == pytest.approx(9.4)
+    assert first == pytest.approx({"0": 0.70, "2": 0.69, "3": 9.4, "4": 0.6})
+
+
+def test_a_resumed_run_keeps_its_references_old_markers_included():
+    assert _steps([(0.7, 0), (8.0, 0)], first={"0": 0.5})[0] is None  # one step above: not yet
+    evidence = _steps([(6.0, None), (7.0, None)], first=0.5)[0]  # a marker from before references by task
+    assert evidence["step"] == 2 and evidence["first_loss"] == 0.5 and "task_index" not in evidence

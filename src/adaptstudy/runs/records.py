@@ -256,10 +256,10 @@ def paid_seconds(runs: pd.DataFrame, field: str, reruns: bool = True) -> pd.Seri
     return runs["record"].map(lambda record: _first_paid(record, field))
 
 
-def paid_evaluation(runs: pd.DataFrame, reruns: bool = True) -> pd.Series:
+def paid_evaluation(runs: pd.DataFrame) -> pd.Series:
     """Per run, every second of evaluation it cost: its epochs' (`paid_seconds` of `eval_runtime_s`) and its layer
     ablation's (`ablation_seconds`), which evaluates the dev set once per span of layers after training."""
-    return paid_seconds(runs, "eval_runtime_s", reruns) + ablation_seconds(runs)
+    return paid_seconds(runs, "eval_runtime_s") + ablation_seconds(runs)
 
 
 def ablation_seconds(runs: pd.DataFrame) -> pd.Series:

@@ -46,24 +46,33 @@ class WarnIfAllWarmup(TrainerCallback):
 
 DIVERGENCE_FACTOR = 10.0  # a step's loss this many times the first step's ...
 DIVERGENCE_STEPS = 2  # ... this many steps in a row: the run diverged
-DIVERGENCE_RULE = f"training loss above {DIVERGENCE_FACTOR:g}x the first step's for {DIVERGENCE_STEPS} steps in a row"
+DIVERGENCE_RULE = (
+    f"training loss above {DIVERGENCE_FACTOR:g}x the first step's of the same task for {DIVERGENCE_STEPS} steps "
+    "in a row"
+)
 
 
 class StopOnDivergence(TrainerCallback):
     """The one declared rule for a diverged run (`DIVERGENCE_RULE`): it is said in one line as it happens, and the run
-    stops there to save the CPU; `evidence` (step, loss, first loss, rule) goes into its record as `diverged`, whose
-    score is the score at the stop. A fresh head starts near ln(classes) (0.69 on two), and no committed run's epoch
-    loss came near 10x that (`tests/test_faults.py`); learning rate 1e3 gives 1e4-1e5.
+    stops there to save the CPU; `evidence` (step, loss, first loss, rule; the task in multi-task training) goes into
+    its record as `diverged`, whose score is the score at the stop. A fresh classification head starts near
+    ln(classes) (0.69 on two), and no committed run's epoch loss came near 10x that (`tests/test_faults.py`);
+    learning rate 1e3 gives 1e4-1e5.
 
-    Each step's loss is read where the Trainer computes it (`training_step`, wrapped on this instance); the first
-    step's loss is kept in checkpoints (`first`), so a resumed run keeps its reference."""
+    Each step's loss is compared with the first loss of its own task (the batch's `task_ids`; one task per batch in
+    multi-task training): a regression task's squared error starts near its targets' mean square (about 9 on
+    STS-B's 0-5 scores), more than 10x a classification task's first 0.69, so one reference for all tasks stopped
+    healthy runs. Each step's loss is read where the Trainer computes it (`training_step`, wrapped on this
+    instance); the first losses are kept in checkpoints (`first`, by task), so a resumed run keeps its references."""
 
-    def __init__(self, trainer, first: float | None = None, name: str = "run"):
-        self.first, self.name, self.step_loss, self.above, self.evidence = first, name, None, 0, None
+    def __init__(self, trainer, first: dict[str, float] | float | None = None, name: str = "run"):
+        self.first = first if isinstance(first, dict) else ({} if first is None else {SINGLE: first})
+        self.name, self.step_loss, self.step_task, self.above, self.evidence = name, None, SINGLE, 0, None
         inner = trainer.training_step
 
-        def training_step(*args, **kwargs):
-            loss = inner(*args, **kwargs)
+        def training_step(model, inputs, *args, **kwargs):
+            self.step_task = task_of_batch(inputs)  # read first: the step may consume its inputs
+            loss = inner(model, inputs, *args, **kwargs)
             self.step_loss = float(loss.detach().float())
             return loss
 
@@ -73,18 +82,31 @@ class StopOnDivergence(TrainerCallback):
         loss, self.step_loss = self.step_loss, None
         if loss is None or not math.isfinite(loss) or self.evidence is not None:
             return
-        if self.first is None:
-            self.first = loss
+        task = self.step_task
+        if task not in self.first:
+            self.first[task] = loss
             return
-        self.above = self.above + 1 if loss > DIVERGENCE_FACTOR * self.first else 0
+        first = self.first[task]
+        self.above = self.above + 1 if loss > DIVERGENCE_FACTOR * first else 0
         if self.above >= DIVERGENCE_STEPS:
-            self.evidence = {"step": state.global_step, "loss": loss, "first_loss": self.first, "rule": DIVERGENCE_RULE}
+            self.evidence = {"step": state.global_step, "loss": loss, "first_loss": first, "rule": DIVERGENCE_RULE}
+            self.evidence |= {} if task == SINGLE else {"task_index": int(task)}
             print(
                 f"WARNING {self.name} diverged: training loss {loss:.4g} at step {state.global_step}, "
-                f"{loss / self.first:.3g}x the first step's {self.first:.4g}; it stops here, scored as it stands",
+                f"{loss / first:.3g}x the first step's {first:.4g}; it stops here, scored as it stands",
                 flush=True,
             )
             control.should_training_stop = True
+
+
+SINGLE = ""  # the reference's key in single-task training
+
+
+def task_of_batch(inputs) -> str:
+    """The task a multi-task batch is drawn from (its `task_ids`, one task per batch), as a JSON key; `SINGLE`
+    for a batch without them."""
+    ids = inputs.get("task_ids") if hasattr(inputs, "get") else None
+    return SINGLE if ids is None else str(int(ids.reshape(-1)[0]))
 
 
 class TimedCheckpoints(TrainerCallback):

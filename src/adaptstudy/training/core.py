@@ -51,7 +51,7 @@ LOSS_SUM = "loss_sum"  # in a checkpoint's marker: the training losses summed ov
 SECONDS = "seconds"  # in a checkpoint's marker: the seconds `trainer.train()` ran up to it, over every session
 SINCE_LOG = "since_log"  # in a checkpoint's marker: [the loss summed since the last log, the step of that log]
 SESSIONS = "sessions"  # in a checkpoint's marker: each session's precision and CPU kernels up to it (`here`)
-FIRST_LOSS = "first_loss"  # in a checkpoint's marker: the first step's loss, the divergence rule's reference
+FIRST_LOSS = "first_loss"  # in a checkpoint's marker: each task's first loss, the divergence rule's references
 
 
 @dataclass

@@ -137,8 +137,7 @@ def refuse_if_diverged(needed: Prerequisite, kept: dict[str, Any], record: dict[
     training's cost joins its `retrained` list, marked), remove the artifact, and stop what needs it."""
     if not record.get("diverged") or kept.get("diverged"):
         return
-    again = {k: record[k] for k in RETRAINED_FIELDS if k in record}
-    entry = {**again, "why": DIVERGED_AGAIN, "diverged": record["diverged"]}
+    entry = training_costs(record, why=DIVERGED_AGAIN, diverged=record["diverged"])
     write_record({**kept, "retrained": [*kept.get("retrained", []), entry]}, needed.record_path().parent)
     remove_folder(needed.artifact())
     raise PrerequisiteDiverged(
@@ -164,6 +163,11 @@ REPLACED_FIELDS = ("metrics", "validation_metrics", "selection_metrics", "main_m
 REPLACED_FIELDS += ("train_loss",)
 
 
+def training_costs(record: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A training's entry in a kept record's `retrained` list: what it cost, where and when, with `extra`."""
+    return {**{k: record[k] for k in RETRAINED_FIELDS if k in record}, **extra}
+
+
 def keep_or_replace(kept: dict[str, Any], record: dict[str, Any], path: Path, why: str | None = None) -> str:
     """After a run with a kept record trained again (a prerequisite whose artifact this cache lacked; a run resumed
     out of order, rerun): keep that record where the metrics are the same (its costs stay those of the run that first
@@ -173,8 +177,7 @@ def keep_or_replace(kept: dict[str, Any], record: dict[str, Any], path: Path, wh
     earlier = kept.get("retrained", [])
     reason = {"why": why} if why else {}
     if same_metrics(kept["metrics"], record["metrics"]):
-        again = {k: record[k] for k in RETRAINED_FIELDS if k in record}
-        write_record({**kept, "retrained": [*earlier, {**again, **reason}]}, path.parent)
+        write_record({**kept, "retrained": [*earlier, training_costs(record, **reason)]}, path.parent)
         print(
             f"  {record['run_id']}: the same metrics as its record, which is kept (cost under 'retrained')", flush=True
         )
