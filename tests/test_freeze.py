@@ -14,7 +14,7 @@ from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.planning.power import MIN_SEEDS, plan, seeds_needed
 from adaptstudy.reporting.declarations import Entry, load_declaration
 from adaptstudy.reporting.evidence import Judgement
-from adaptstudy.reporting.freeze import confirmatory_since, freeze, frozen_at
+from adaptstudy.reporting.freeze import confirmatory_since, first_freeze, freeze, frozen_at
 from adaptstudy.reporting.power_plan import why_unconfirmed
 
 HOULSBY = PROJECT_ROOT / "src" / "adaptstudy" / "reporting" / "houlsby" / "claims.yaml"
@@ -125,8 +125,9 @@ def test_every_fresh_run_is_in_the_power_plan_and_made_after_the_plan_was_commit
     the chapters it covers was made after the freeze outside it (the base-size claims have their own grids)."""
     import subprocess
 
+    from adaptstudy.reporting.common import load_runs
     from adaptstudy.reporting.power_plan import POWER_PLAN
-    from adaptstudy.runs.records import made_at, records_frame
+    from adaptstudy.runs.records import made_at
 
     committed = subprocess.run(
         ["git", "log", "--diff-filter=A", "--format=%cI", "--", str(POWER_PLAN)],
@@ -138,9 +139,9 @@ def test_every_fresh_run_is_in_the_power_plan_and_made_after_the_plan_was_commit
     assert committed, "the power plan is not committed"
     plan_time = pd.Timestamp(committed[-1])
     planned = {i for f in POWER_PLAN.parent.glob("*.run_ids") for i in f.read_text().split()}
-    freeze_time = min(frozen_at(c) for p in DECLARATIONS for c in load_declaration(p).claims.values())
+    freeze_time = first_freeze()
     for study in ("houlsby", "peft_imdb", "dsp", "fusion", "hyperformer"):
-        runs = records_frame(PROJECT_ROOT / "results" / study)
+        runs = load_runs(PROJECT_ROOT / "results" / study)
         if runs.empty:
             continue
         made = pd.to_datetime(made_at(runs), utc=True, format="ISO8601")
@@ -148,3 +149,24 @@ def test_every_fresh_run_is_in_the_power_plan_and_made_after_the_plan_was_commit
         assert (made[ours] > plan_time).all(), f"{study}: a planned run finished before the plan was committed"
         after = (made >= pd.Timestamp(freeze_time)) & (runs["seed"] != 0)
         assert not (after & ~ours).any(), f"{study}: {list(runs.loc[after & ~ours, 'run_id'])} are in no plan"
+
+
+def test_a_prerequisite_trained_again_to_other_metrics_is_no_fresh_seed_and_its_cost_is_the_plans():
+    """The Hyperformer++ transfer source (seed 0, five GLUE tasks) was first trained on 27 November; a cache without
+    its artifact trained it again after the freeze, to other metrics, and the new record replaced the old. It was
+    made in November (not a fresh seed), and what its trainings after the freeze cost is the confirmation's."""
+    from adaptstudy.reporting.common import load_runs
+    from adaptstudy.runs.records import made_at, paid_since
+
+    runs = load_runs(PROJECT_ROOT / "results" / "hyperformer").set_index("run_id", drop=False)
+    source = runs.loc[["84d690388213c146"]]
+    record = source["record"].iloc[0]
+    assert pd.Timestamp(record["finished_at"]) > pd.Timestamp(first_freeze())  # the record is the new training's
+    assert made_at(source).iloc[0].startswith("2026-11-27")
+    since = first_freeze().isoformat()
+    trainings = [record, *record["retrained"]]
+    after = [t for t in trainings if pd.Timestamp(t["finished_at"]) >= pd.Timestamp(since)]
+    assert 0 < len(after) < len(trainings)  # the November trainings were paid before
+    paid = paid_since(source, since).iloc[0]
+    assert paid == pytest.approx(sum(t["train_runtime_s"] + t["eval_runtime_s"] for t in after))
+    assert paid > record["train_runtime_s"]

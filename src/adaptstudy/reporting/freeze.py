@@ -16,6 +16,13 @@ def frozen_at(claim: Declared) -> datetime | None:
     return next((e.date for e in reversed(claim.ledger) if e.event == "frozen"), None)
 
 
+def first_freeze(root: Path = Path(__file__).parent) -> datetime | None:
+    """The earliest freeze of any claim (every chapter's `claims.yaml` under `root`): from then on, what trains is
+    paid for confirmation."""
+    claims = [c for path in sorted(root.rglob("claims.yaml")) for c in load_declaration(path).claims.values()]
+    return min((t for t in map(frozen_at, claims) if t is not None), default=None)
+
+
 def confirmatory_since(claim: Declared) -> datetime | None:
     """The time after which a run confirms the claim: its freeze, or an amendment after it (which spends the fresh
     seeds made before it); None for a claim never frozen, which no run confirms."""

@@ -8,7 +8,9 @@ from pathlib import Path
 import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.runs.records import paid_evaluation, paid_seconds, records_frame
+from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.freeze import first_freeze
+from adaptstudy.runs.records import made_at, paid_evaluation, paid_seconds, paid_since
 
 # the confirmation plan by power (`planning.power`), once written
 POWER_PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm" / "power" / "plan.csv"
@@ -34,8 +36,9 @@ def why_unconfirmed(key: str, plan: dict[str, dict]) -> str:
 
 
 def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
-    """What the power plan bought and what has landed: claims taken, CPU-hours planned against its budget, and the
-    fresh runs committed so far with the CPU-hours they paid (training and evaluation)."""
+    """What the power plan bought and what has landed: claims taken, CPU-hours planned against its budget, the fresh
+    runs committed so far with the CPU-hours they paid (training and evaluation), and what training again runs made
+    before the freeze cost after it (prerequisites a machine's cache lacked), which the plan pays too."""
     plan = power_plan(folder / "plan.csv")
     if not plan:
         return "**The confirmation plan by power** is not written yet."
@@ -46,13 +49,32 @@ def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
     for run_ids in sorted(folder.glob("*.run_ids")):
         ids |= set(run_ids.read_text(encoding="utf-8").split())
     for study in {s.stem.split("_power")[0] for s in folder.glob("*.yaml")}:
-        runs = records_frame(Path(root) / study)
+        runs = load_runs(Path(root) / study)
         fresh = runs[runs["run_id"].isin(ids)] if not runs.empty else runs
         landed += len(fresh)
         hours += (paid_seconds(fresh, "train_runtime_s") + paid_evaluation(fresh)).sum() / 3600
+    again = retrained_after_freeze(Path(root))
     return (
         f"**The confirmation plan by power** bought fresh seeds for {len(taken)} of {len(table)} claims "
         f"({planned} powered to decide, {len(taken) - planned} read only), "
         f"{taken['CPU-hours'].sum():.1f} CPU-hours estimated. Landed so far: {landed} of its {len(ids)} fresh runs, "
-        f"{hours:.1f} CPU-hours spent (training and evaluation)."
+        f"{hours:.1f} CPU-hours spent (training and evaluation), and {again:.1f} more training again, after the "
+        f"freeze, runs made before it that the fresh runs start from (prerequisites a machine's cache lacked): "
+        f"{hours + again:.1f} CPU-hours in all."
     )
+
+
+def retrained_after_freeze(root: Path) -> float:
+    """CPU-hours (training and evaluation) of the trainings after the first freeze of runs first made before it,
+    over every study under `root`."""
+    since = first_freeze()
+    if since is None:
+        return 0.0
+    hours = 0.0
+    for study in sorted(p for p in root.iterdir() if p.is_dir()):
+        runs = load_runs(study)
+        if runs.empty:
+            continue
+        older = runs[pd.to_datetime(made_at(runs), utc=True, format="ISO8601") < pd.Timestamp(since)]
+        hours += paid_since(older, since.isoformat()).sum() / 3600
+    return hours

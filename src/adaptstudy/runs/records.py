@@ -298,14 +298,32 @@ def _first_paid(record: dict[str, Any], field: str) -> float:
 
 
 def made_at(runs: pd.DataFrame) -> pd.Series:
-    """Per run, when it was first made: its record's `finished_at`, or, for a record that replaced a run resumed out
-    of order (`runs.resumption`), that run's. An uninterrupted rerun of a seed is no fresh seed: what is exploratory
-    or confirmatory, and which budget paid, read this."""
+    """Per run, when it was first made: the earliest of its record's `finished_at` and its other trainings' (the
+    `retrained` list: a run resumed out of order and rerun, a prerequisite trained again where a cache lacked it,
+    whose new record replaced the old). A seed trained again is no fresh seed: what is exploratory or
+    confirmatory, and which budget paid, read this."""
     if "record" not in runs:
         return runs["finished_at"]
-    return runs["record"].map(
-        lambda r: min([r["finished_at"], *(e["finished_at"] for e in r.get("retrained", []) if e.get("why") == RERUN)])
-    )
+    return runs["record"].map(lambda r: min([r["finished_at"], *(e["finished_at"] for e in r.get("retrained", []))]))
+
+
+def paid_since(runs: pd.DataFrame, since: str) -> pd.Series:
+    """Per run, the training and evaluation seconds of its trainings (the record's own and its `retrained` list's)
+    that finished at or after `since` (ISO 8601): what a machine paid from then on for a run made before, such as a
+    prerequisite trained again because its cache lacked the artifact."""
+    if "record" not in runs:
+        return pd.Series(0.0, runs.index)
+    when = pd.Timestamp(since)
+
+    def paid(record: dict[str, Any]) -> float:
+        trainings = [record, *record.get("retrained", [])]
+        return sum(
+            (t.get("train_runtime_s") or 0.0) + (t.get("eval_runtime_s") or 0.0)
+            for t in trainings
+            if pd.Timestamp(t["finished_at"]) >= when
+        )
+
+    return runs["record"].map(paid).astype(float)
 
 
 def flatten(records: list[dict[str, Any]]) -> pd.DataFrame:
