@@ -170,3 +170,42 @@ def test_a_prerequisite_trained_again_to_other_metrics_is_no_fresh_seed_and_its_
     paid = paid_since(source, since).iloc[0]
     assert paid == pytest.approx(sum(t["train_runtime_s"] + t["eval_runtime_s"] for t in after))
     assert paid > record["train_runtime_s"]
+
+
+def test_what_a_run_paid_since_a_time_counts_its_layer_ablation_with_its_training():
+    """A layer ablation evaluates the dev set once per span after training: a machine that trains such a run again
+    pays for it too."""
+    from adaptstudy.reporting.common import load_runs
+    from adaptstudy.runs.records import ablation_seconds, paid_since
+
+    runs = load_runs(PROJECT_ROOT / "results" / "houlsby_base")
+    ablated = runs[runs["record"].map(lambda r: bool(r.get("layer_ablation")) and not r.get("retrained"))].head(1)
+    assert len(ablated) == 1
+    record = ablated["record"].iloc[0]
+    assert ablation_seconds(ablated).iloc[0] > 0
+    paid = paid_since(ablated, record["finished_at"]).iloc[0]
+    assert paid == pytest.approx(
+        record["train_runtime_s"] + record["eval_runtime_s"] + ablation_seconds(ablated).iloc[0]
+    )
+    later = (pd.Timestamp(record["finished_at"]) + pd.Timedelta(seconds=1)).isoformat()
+    assert paid_since(ablated, later).iloc[0] == 0.0
+
+
+def test_the_plan_note_counts_every_committed_fresh_run_once():
+    """The scorecard's account of the plan: its landed runs are the committed records of its cells, in every study."""
+    import json
+    import re
+
+    from adaptstudy.reporting.power_plan import POWER_PLAN, plan_note
+
+    ids = set()
+    for run_ids in POWER_PLAN.parent.glob("*.run_ids"):
+        ids |= set(run_ids.read_text(encoding="utf-8").split())
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in (PROJECT_ROOT / "results").glob("*/*.json")]
+    landed = {r["run_id"] for r in records if r["run_id"] in ids}
+    note = plan_note(PROJECT_ROOT / "results")
+    assert f"Landed so far: {len(landed)} of its {len(ids)} fresh runs" in note
+    spent, again, total = map(
+        float, re.search(r"([\d.]+) CPU-hours spent.*?([\d.]+) more.*?([\d.]+) CPU-hours in all", note).groups()
+    )
+    assert total == pytest.approx(spent + again, abs=0.11)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -45,36 +46,33 @@ def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
     table = pd.DataFrame(plan.values())
     taken = table[table["taken"] == "yes"]
     planned = int(taken["why"].str.startswith("decides").sum())
-    ids, hours, landed = set(), 0.0, 0
+    ids: set[str] = set()
     for run_ids in sorted(folder.glob("*.run_ids")):
         ids |= set(run_ids.read_text(encoding="utf-8").split())
-    for study in {s.stem.split("_power")[0] for s in folder.glob("*.yaml")}:
-        runs = load_runs(Path(root) / study)
-        fresh = runs[runs["run_id"].isin(ids)] if not runs.empty else runs
-        landed += len(fresh)
-        hours += (paid_seconds(fresh, "train_runtime_s") + paid_evaluation(fresh)).sum() / 3600
-    again = retrained_after_freeze(Path(root))
+    studies = {study.name: load_runs(study) for study in sorted(p for p in Path(root).iterdir() if p.is_dir())}
+    fresh = [runs[runs["run_id"].isin(ids)] for runs in studies.values() if not runs.empty]
+    landed = sum(len(runs) for runs in fresh)
+    hours = sum((paid_seconds(runs, "train_runtime_s") + paid_evaluation(runs)).sum() for runs in fresh) / 3600
+    again = retrained_after_freeze(studies.values())
     return (
         f"**The confirmation plan by power** bought fresh seeds for {len(taken)} of {len(table)} claims "
         f"({planned} powered to decide, {len(taken) - planned} read only), "
         f"{taken['CPU-hours'].sum():.1f} CPU-hours estimated. Landed so far: {landed} of its {len(ids)} fresh runs, "
         f"{hours:.1f} CPU-hours spent (training and evaluation), and {again:.1f} more training again, after the "
-        f"freeze, runs made before it that the fresh runs start from (prerequisites a machine's cache lacked): "
-        f"{hours + again:.1f} CPU-hours in all."
+        f"freeze, runs made before it (prerequisites a machine's cache lacked): {hours + again:.1f} CPU-hours in all."
     )
 
 
-def retrained_after_freeze(root: Path) -> float:
+def retrained_after_freeze(studies: Iterable[pd.DataFrame]) -> float:
     """CPU-hours (training and evaluation) of the trainings after the first freeze of runs first made before it,
-    over every study under `root`."""
+    over the studies' runs (`load_runs`)."""
     since = first_freeze()
     if since is None:
         return 0.0
-    hours = 0.0
-    for study in sorted(p for p in root.iterdir() if p.is_dir()):
-        runs = load_runs(study)
+    seconds = 0.0
+    for runs in studies:
         if runs.empty:
             continue
         older = runs[pd.to_datetime(made_at(runs), utc=True, format="ISO8601") < pd.Timestamp(since)]
-        hours += paid_since(older, since.isoformat()).sum() / 3600
-    return hours
+        seconds += paid_since(older, since.isoformat()).sum()
+    return seconds / 3600

@@ -308,20 +308,21 @@ def made_at(runs: pd.DataFrame) -> pd.Series:
 
 
 def paid_since(runs: pd.DataFrame, since: str) -> pd.Series:
-    """Per run, the training and evaluation seconds of its trainings (the record's own and its `retrained` list's)
-    that finished at or after `since` (ISO 8601): what a machine paid from then on for a run made before, such as a
-    prerequisite trained again because its cache lacked the artifact."""
+    """Per run, the training and evaluation seconds of its trainings (the record's own, with its layer ablation's,
+    and its `retrained` list's) that finished at or after `since` (ISO 8601): what a machine paid from then on for a
+    run made before, such as a prerequisite trained again because its cache lacked the artifact."""
     if "record" not in runs:
         return pd.Series(0.0, runs.index)
     when = pd.Timestamp(since)
 
     def paid(record: dict[str, Any]) -> float:
         trainings = [record, *record.get("retrained", [])]
-        return sum(
+        seconds = sum(
             (t.get("train_runtime_s") or 0.0) + (t.get("eval_runtime_s") or 0.0)
             for t in trainings
             if pd.Timestamp(t["finished_at"]) >= when
         )
+        return seconds + (_ablation_seconds(record) if pd.Timestamp(record["finished_at"]) >= when else 0.0)
 
     return runs["record"].map(paid).astype(float)
 
