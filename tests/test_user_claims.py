@@ -141,17 +141,31 @@ def houlsby_runs():
     return user_claims.load_runs(PROJECT_ROOT / "results" / "houlsby")
 
 
+def _reported_64(runs, task: str, rate: float) -> set[str]:
+    """The run ids of the plain size-64 adapter runs of `task` at `rate` for 3 epochs, on the reported seeds."""
+    configs = runs["record"].map(lambda r: r["config"])
+    plain = configs.map(
+        lambda c: (
+            (c["task"], c["method"], c.get("adapter_size"), c.get("learning_rate"), c.get("num_train_epochs"))
+            == (task, "houlsby", 64, rate, 3)
+            and c.get("adapter_variant") is None
+            and c.get("adapter_init_std") is None
+            and c["seed"] != 0
+        )
+    )
+    return set(runs.loc[plain & (runs["status"] == "ok"), "run_id"])
+
+
 PLAIN_64 = {"method": "houlsby", "adapter_size": 64, "learning_rate": 1.0e-3, "num_train_epochs": 3}
 
 
 def test_an_arm_rests_on_the_runs_of_its_whole_configuration_only(tmp_path, houlsby_runs):
-    """The committed MRPC runs of size 64 at 1e-3 for 3 epochs are 5 plain ones and others with an initialisation
-    scale or a variant: the arm means the plain 5 (the others' settings are unstated, so plain)."""
+    """The committed MRPC runs of size 64 at 1e-3 for 3 epochs are plain ones and others with an initialisation
+    scale or a variant: the arm means the plain ones (the others' settings are unstated, so plain)."""
     (verdict,) = user_claims.user_verdicts(_mrpc_declaration(tmp_path, PLAIN_64), houlsby_runs)
     used = houlsby_runs[houlsby_runs["run_id"].isin(verdict.run_ids) & (houlsby_runs["method"] == "houlsby")]
-    assert len(used) == 5 and sorted(used["seed"]) == [1, 2, 3, 4, 5]
-    settings = [(r["config"]["adapter_init_std"], r["config"]["adapter_variant"]) for r in used["record"]]
-    assert settings == [(None, None)] * 5
+    assert set(used["run_id"]) == _reported_64(houlsby_runs, "mrpc", 1.0e-3)
+    assert len(used) >= 5 and 0 not in set(used["seed"])
     variant = {**PLAIN_64, "adapter_variant": "tanh"}
     (tanh,) = user_claims.user_verdicts(_mrpc_declaration(tmp_path, variant), houlsby_runs)
     configs = houlsby_runs["record"].map(lambda r: r["config"])
@@ -183,7 +197,9 @@ def test_settings_may_differ_per_task(tmp_path, houlsby_runs):
         "per_task": {"mrpc": {"learning_rate": 1.0e-3}, "stsb": {"learning_rate": "3e-3"}},
     }
     (verdict,) = user_claims.user_verdicts(_mrpc_declaration(tmp_path, arm, units=("mrpc", "stsb")), houlsby_runs)
-    assert verdict.used_units() == ["mrpc", "stsb"] and len(verdict.run_ids) == 20
+    adapters = _reported_64(houlsby_runs, "mrpc", 1.0e-3) | _reported_64(houlsby_runs, "stsb", 3.0e-3)
+    assert verdict.used_units() == ["mrpc", "stsb"] and adapters < verdict.run_ids
+    assert {"stsb"} < set(houlsby_runs.loc[houlsby_runs["run_id"].isin(verdict.run_ids), "task"])
 
 
 @pytest.mark.parametrize(
@@ -213,7 +229,7 @@ def test_a_rate_written_1e_3_is_read_as_the_number_it_means(tmp_path, houlsby_ru
     declaration = user_claims.load_user_declaration(path)
     assert declaration.arms["houlsby-64"]["learning_rate"] == "1e-3"
     (verdict,) = user_claims.user_verdicts(declaration, houlsby_runs)
-    assert len(verdict.run_ids) == 10
+    assert _reported_64(houlsby_runs, "mrpc", 1.0e-3) < verdict.run_ids
 
 
 def test_the_user_table_says_whether_each_verdict_is_exploratory_or_confirmatory(user_records):

@@ -35,9 +35,10 @@ def test_the_distance_is_to_the_boundary_that_decides():
 
 def test_the_findings_say_what_deciding_each_undecided_claim_would_take(committed_verdicts):
     verdicts, seconds = committed_verdicts
-    parity = next(v for v in verdicts if v.claim.key == "houlsby.parity")
+    parity = next(v for v in verdicts if v.claim.key == "houlsby.size")
     j = parity.judgements[0]
-    # parity's interval is widened by the examples' bootstrap: its floor alone is wider than +0.2's distance to ±1
+    # the size claim's interval is widened by the examples' bootstrap: its floor alone is wider than its distance
+    # to the boundary of ±1 that would decide it
     assert parity.verdict == "inconclusive" and 0 < j.example_var < j.se**2
     assert what_it_takes(parity).startswith("more seeds would not: the evaluation examples' sampling error alone")
     decided = [v for v in verdicts if v.verdict in ("holds", "does not hold")]
