@@ -49,11 +49,11 @@ def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
     ids: set[str] = set()
     for run_ids in sorted(folder.glob("*.run_ids")):
         ids |= set(run_ids.read_text(encoding="utf-8").split())
-    studies = {study.name: load_runs(study) for study in sorted(p for p in Path(root).iterdir() if p.is_dir())}
-    fresh = [runs[runs["run_id"].isin(ids)] for runs in studies.values() if not runs.empty]
+    studies = [load_runs(study) for study in sorted(p for p in Path(root).iterdir() if p.is_dir())]
+    fresh = [runs[runs["run_id"].isin(ids)] for runs in studies if not runs.empty]
     landed = sum(len(runs) for runs in fresh)
     hours = sum((paid_seconds(runs, "train_runtime_s") + paid_evaluation(runs)).sum() for runs in fresh) / 3600
-    again = retrained_after_freeze(studies.values())
+    again = retrained_after_freeze(studies)
     return (
         f"**The confirmation plan by power** bought fresh seeds for {len(taken)} of {len(table)} claims "
         f"({planned} powered to decide, {len(taken) - planned} read only), "
