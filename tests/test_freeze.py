@@ -121,24 +121,34 @@ def test_no_confirmatory_verdict_rests_on_a_run_made_before_its_claims_freeze(co
 
 
 def test_every_fresh_run_is_in_the_power_plan_and_made_after_the_plan_was_committed():
-    """Fresh runs of the frozen claims are the plan's: each finished after the plan's first commit, and no run of
-    the chapters it covers was made after the freeze outside it (the base-size claims have their own grids)."""
+    """Fresh runs of the frozen claims are the plan's: each finished after its sweep file's first commit (and the
+    plan's), and no run of the chapters it covers was made after the freeze outside it (the base-size claims have
+    their own grids)."""
     import subprocess
 
     from adaptstudy.reporting.common import load_runs
     from adaptstudy.reporting.power_plan import POWER_PLAN
     from adaptstudy.runs.records import made_at
 
-    committed = subprocess.run(
-        ["git", "log", "--diff-filter=A", "--format=%cI", "--", str(POWER_PLAN)],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert committed, "the power plan is not committed"
-    plan_time = pd.Timestamp(committed[-1])
-    planned = {i for f in POWER_PLAN.parent.glob("*.run_ids") for i in f.read_text().split()}
+    def first_commit(path) -> pd.Timestamp:
+        committed = subprocess.run(
+            ["git", "log", "--diff-filter=A", "--format=%cI", "--", str(path)],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert committed, f"{path.name} is not committed"
+        return pd.Timestamp(committed[-1])
+
+    plan_time = first_commit(POWER_PLAN)
+    # a run is planned by the first sweep file that lists it, committed before the run finished (an addendum too)
+    since: dict[str, pd.Timestamp] = {}
+    for run_ids in POWER_PLAN.parent.glob("*.run_ids"):
+        committed = max(plan_time, first_commit(run_ids))
+        for i in run_ids.read_text().split():
+            since[i] = min(since.get(i, committed), committed)
+    planned = set(since)
     freeze_time = first_freeze()
     for study in ("houlsby", "peft_imdb", "dsp", "fusion", "hyperformer"):
         runs = load_runs(PROJECT_ROOT / "results" / study)
@@ -146,7 +156,8 @@ def test_every_fresh_run_is_in_the_power_plan_and_made_after_the_plan_was_commit
             continue
         made = pd.to_datetime(made_at(runs), utc=True, format="ISO8601")
         ours = runs["run_id"].isin(planned)
-        assert (made[ours] > plan_time).all(), f"{study}: a planned run finished before the plan was committed"
+        in_time = made[ours] > runs.loc[ours, "run_id"].map(since)
+        assert in_time.all(), f"{study}: a planned run finished before its sweep file was committed"
         after = (made >= pd.Timestamp(freeze_time)) & (runs["seed"] != 0)
         assert not (after & ~ours).any(), f"{study}: {list(runs.loc[after & ~ours, 'run_id'])} are in no plan"
 

@@ -15,6 +15,7 @@ from adaptstudy.runs.records import made_at, paid_evaluation, paid_seconds, paid
 
 # the confirmation plan by power (`planning.power`), once written
 POWER_PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm" / "power" / "plan.csv"
+UNITS_FILE = "units.csv"  # the plan's addendum for units fresh runs alone would not form (`planning.unit_cells`)
 
 
 def power_plan(path: Path = POWER_PLAN) -> dict[str, dict]:
@@ -57,9 +58,22 @@ def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
     return (
         f"**The confirmation plan by power** bought fresh seeds for {len(taken)} of {len(table)} claims "
         f"({planned} powered to decide, {len(taken) - planned} read only), "
-        f"{taken['CPU-hours'].sum():.1f} CPU-hours estimated. Landed so far: {landed} of its {len(ids)} fresh runs, "
+        f"{taken['CPU-hours'].sum():.1f} CPU-hours estimated{_addendum(folder)}. "
+        f"Landed so far: {landed} of its {len(ids)} fresh runs, "
         f"{hours:.1f} CPU-hours spent (training and evaluation), and {again:.1f} more training again, after the "
         f"freeze, runs made before it (prerequisites a machine's cache lacked): {hours + again:.1f} CPU-hours in all."
+    )
+
+
+def _addendum(folder: Path) -> str:
+    path = folder / UNITS_FILE
+    if not path.is_file():
+        return ""
+    units = pd.read_csv(path)
+    claims = sum(len(row.split("; ")) for row in units["units not formed"])
+    return (
+        f", and {units['CPU-hours'].sum():.1f} more for its addendum: {units['runs'].sum()} runs of "
+        f"{units['cells'].sum()} cells, without which fresh runs alone would leave units of {claims} claims unformed"
     )
 
 
