@@ -128,8 +128,7 @@ def addendum(root: str | Path, folder: str | Path) -> tuple[pd.DataFrame, dict[C
             if k in paid:
                 paid[k].append(_paid(record))
         fresh = seeds[chapter.study]
-        for k, record in further.items():
-            buy[Cell.of(chapter.study, record)] = fresh
+        buy |= {Cell.of(chapter.study, record): fresh for record in further.values()}
         rows.append(
             {
                 "chapter": chapter.name,
