@@ -28,7 +28,7 @@ from adaptstudy.reporting.scorecard import chapter_runs
 from adaptstudy.runs.grid import grid_configs
 
 SUFFIX = "_power_units"
-COLUMNS = ["chapter", "units not formed", "cells", "runs", "CPU-hours"]
+COLUMNS = ["written", "chapter", "units not formed", "cells", "runs", "CPU-hours"]
 Key = tuple[str, str]  # (study, settings but the seed and the evaluation cap)
 
 
@@ -131,6 +131,7 @@ def addendum(root: str | Path, folder: str | Path) -> tuple[pd.DataFrame, dict[C
         buy |= {Cell.of(chapter.study, record): fresh for record in further.values()}
         rows.append(
             {
+                "written": date.today().isoformat(),
                 "chapter": chapter.name,
                 "units not formed": "; ".join(f"{claim}: {', '.join(units)}" for claim, units in lost.items()),
                 "cells": len(further),

@@ -72,7 +72,8 @@ def _addendum(folder: Path) -> str:
     units = pd.read_csv(path)
     claims = sum(len(row.split("; ")) for row in units["units not formed"])
     return (
-        f", and {units['CPU-hours'].sum():.1f} more for its addendum: {units['runs'].sum()} runs of "
+        f", and {units['CPU-hours'].sum():.1f} more for its addendum of {pd.Timestamp(units['written'].max()):%-d %B %Y}"
+        f" (written before its runs): {units['runs'].sum()} runs of "
         f"{units['cells'].sum()} cells, without which fresh runs alone would leave units of {claims} claims unformed"
     )
 
