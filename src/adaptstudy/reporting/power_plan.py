@@ -71,8 +71,9 @@ def _addendum(folder: Path) -> str:
         return ""
     units = pd.read_csv(path)
     claims = sum(len(row.split("; ")) for row in units["units not formed"])
+    written = pd.Timestamp(units["written"].max())
     return (
-        f", and {units['CPU-hours'].sum():.1f} more for its addendum of {pd.Timestamp(units['written'].max()):%-d %B %Y}"
+        f", and {units['CPU-hours'].sum():.1f} more for its addendum of {written:%-d %B %Y}"
         f" (written before its runs): {units['runs'].sum()} runs of "
         f"{units['cells'].sum()} cells, without which fresh runs alone would leave units of {claims} claims unformed"
     )
