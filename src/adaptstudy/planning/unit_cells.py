@@ -79,10 +79,12 @@ def _tasks_named(units: list[str], tasks: set[str]) -> set[str]:
     return {t for u in units for t in re.split(r"[\s:,]+", u) if t in tasks}
 
 
-def further_cells(chapter: Chapter, runs: pd.DataFrame, cells: set[Key], claims: set[str]) -> dict[Key, dict]:
+def further_cells(
+    chapter: Chapter, runs: pd.DataFrame, cells: set[Key], claims: set[str], lost: dict[str, list[str]]
+) -> dict[Key, dict]:
     """The fewest cells of the chapter's reported runs, on the tasks of the units its claims lose, that form every
-    unit again (each with a record of it): all such cells first, then each dropped that the units do not need."""
-    lost = lost_units(chapter, runs, cells, claims)
+    unit again (each with a record of it): all such cells first, then each dropped that the units do not need;
+    `lost` is `lost_units` on `cells`."""
     if not lost:
         return {}
     tasks = _tasks_named([u for units in lost.values() for u in units], set(runs["task"]))
@@ -119,7 +121,7 @@ def addendum(root: str | Path, folder: str | Path) -> tuple[pd.DataFrame, dict[C
         if mine.empty:
             continue
         lost = lost_units(chapter, mine, cells, taken)
-        further = further_cells(chapter, mine, cells, taken)
+        further = further_cells(chapter, mine, cells, taken, lost)
         if not further:
             continue
         paid = {k: [] for k in further}
