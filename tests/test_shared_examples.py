@@ -15,7 +15,8 @@ from adaptstudy.reporting.shared_examples import on_shared_examples
 
 def _agnews_dapt_records() -> list[dict]:
     """The committed AG News runs of the full model after DAPT on the news corpus: seeds 0-4 scored on a
-    500-example cap of the evaluation split, seeds 5-9 on the whole 1,000-example split."""
+    500-example cap of the evaluation split, seeds 5-9 on the whole 1,000-example split (the later, confirmatory
+    seeds are capped again, and not needed here)."""
     records = [json.loads(p.read_text()) for p in sorted((PROJECT_ROOT / "results" / "dsp").glob("*.json"))]
     return [
         r
@@ -23,6 +24,7 @@ def _agnews_dapt_records() -> list[dict]:
         if r["config"]["task"] == "agnews"
         and r["config"]["method"] == "full"
         and (r["config"]["init_from"] or {}).get("corpus") == "news"
+        and r["config"]["seed"] < 10
     ]
 
 
