@@ -62,5 +62,14 @@ def test_every_verdict_says_over_how_many_examples_it_widened_or_why_not(committ
     assert len(dsp) >= 10
     for v in dsp:
         assert "widened by a paired bootstrap over" in v.interval_basis(), (v.claim.key, v.interval_basis())
-    transfer = next(v for v in dsp if v.claim.key == "dsp.transfer-tapt")
+
+
+def test_the_transfer_tapt_verdict_on_the_runs_before_the_freeze_is_the_chapters_dated_figure():
+    """Seeds 0-9 are the runs the chapter's dated paragraph reports (the confirmatory seeds 10-12 came later)."""
+    from adaptstudy.reporting.scorecard import CHAPTERS, chapter_runs
+
+    chapter = next(c for c in CHAPTERS if c.name == "dsp")
+    runs = chapter_runs(PROJECT_ROOT / "results")["dsp"]
+    early = chapter.verdicts(runs[runs["seed"] < 10])
+    transfer = next(v for v in early if v.claim.key == "dsp.transfer-tapt")
     assert transfer.verdict == "inconclusive" and np.isclose(transfer.judgements[0].effect, -1.3, atol=0.05)
