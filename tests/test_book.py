@@ -67,3 +67,14 @@ def _visible_text(page: Path) -> str:
     html = page.read_text(encoding="utf-8")
     html = re.sub(r"<(script|style)\b.*?</\1>", " ", html, flags=re.S | re.I)
     return re.sub(r"<[^>]+>", " ", html)
+
+
+def test_the_pages_state_no_more_than_their_verdicts(built_book):
+    """Prose a review found stating more than its verdict stays out of the built pages: the Houlsby claims were never
+    confirmed by the extended selection's stage 2, an object's repr is no text for a reader, and the DSP chapter
+    judges the draft's questions rather than answering them (several are not testable or inconclusive)."""
+    pages = {p.name: _visible_text(p) for p in sorted(built_book.rglob("*.html"))}
+    assert not [n for n, text in pages.items() if "confirmed by the stage 2" in text]
+    assert not [n for n, text in pages.items() if "IPython.core.display" in text or "object at 0x" in text]
+    dsp = pages["06_analysis_dsp.html"]
+    assert not re.search(r"\banswer(s|ed)\b", dsp), re.findall(r".{60}\banswer(?:s|ed)\b.{60}", dsp)

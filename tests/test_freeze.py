@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.planning.power import MIN_SEEDS, plan, seeds_needed
+from adaptstudy.planning.power import MIN_SEEDS, claim_cells, one_evaluation_set, plan, seeds_needed
 from adaptstudy.reporting.declarations import Entry, load_declaration
 from adaptstudy.reporting.evidence import Judgement
 from adaptstudy.reporting.freeze import confirmatory_since, first_freeze, freeze, frozen_at
@@ -88,6 +88,29 @@ def test_the_power_plan_lists_every_claim_once_keeps_to_its_budget_and_buys_a_sh
     assert (bought["seeds per arm"] >= MIN_SEEDS).all() and table["why"].str.len().gt(0).all()
     seeds = [(cell, s) for cell, ss in taken.items() for s in ss]
     assert len(seeds) == len(set(seeds)) and all(s > 0 for _, s in seeds)  # never the selection seed
+
+
+def test_the_planner_scores_an_arm_and_its_partner_on_one_evaluation_set(committed_verdicts):
+    """Every claim's cells of one task are bought on one evaluation set (the DSP arms once mixed the whole split
+    with its 500-example cap, so their fresh intervals could not be widened); cells that would mix are refused."""
+    import json
+
+    from adaptstudy.planning.allocation import Cell, _records
+
+    records = _records(PROJECT_ROOT / "results")
+    for v in committed_verdicts[0]:
+        if v.run_ids:
+            sets: dict[str, set] = {}
+            for cell in claim_cells(v, records):
+                settings = json.loads(cell.settings)
+                sets.setdefault(str(settings.get("task") or settings.get("tasks")), set()).add(
+                    settings.get("max_eval_examples")
+                )
+            assert all(len(caps) == 1 for caps in sets.values()), (v.claim.key, sets)
+    whole = Cell("dsp", "finetune", json.dumps({"task": "imdb", "method": "full", "max_eval_examples": None}))
+    capped = Cell("dsp", "finetune", json.dumps({"task": "imdb", "method": "pfeiffer", "max_eval_examples": 500}))
+    with pytest.raises(ValueError, match="dsp.x: its cells would be scored on different evaluation sets"):
+        one_evaluation_set("dsp.x", {whole, capped})
 
 
 def test_a_claim_without_a_confirmatory_verdict_says_why_and_what_it_would_cost():

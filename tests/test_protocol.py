@@ -19,17 +19,24 @@ load_chapters()  # registers every chapter
 
 
 def _houlsby_parity_unamended(chapter) -> str:
-    parity = load_declaration(PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml").claims["parity"]
-    return parity.unamended(protocol(chapter))
+    return _unamended(chapter, "parity")
+
+
+def _unamended(chapter, claim: str) -> str:
+    """Why the chapter's claim no longer matches its ledger under the chapter's protocol as given ('' if it does)."""
+    declared = load_declaration(PROJECT_ROOT / f"src/adaptstudy/reporting/{chapter.name}/claims.yaml").claims[claim]
+    return declared.unamended(protocol(chapter))
 
 
 def _with_grid(tmp_path, chapter, part: str, name: str, old: str, new: str):
-    """The chapter with one of its grids replaced by an edited copy."""
+    """The chapter with one of its grids (`name`, under params/cpu/) replaced by an edited copy."""
     source = PROJECT_ROOT / "params" / "cpu" / name
     assert old in source.read_text(), (name, old)
     copy = tmp_path / name
+    copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_text(source.read_text().replace(old, new, 1))
-    edited = tuple(copy if getattr(p, "name", "") == name else p for p in chapter.protocol[part])
+    edited = tuple(copy if p == source else p for p in chapter.protocol[part])
+    assert copy in edited, f"{name} is not in the part {part!r}"
     return dataclasses.replace(chapter, protocol={**chapter.protocol, part: edited})
 
 
@@ -52,6 +59,78 @@ def test_an_edited_grid_fails_the_ledger_naming_the_part(tmp_path, part, grid, o
     assert _houlsby_parity_unamended(houlsby) == ""
     why = _houlsby_parity_unamended(_with_grid(tmp_path, houlsby, part, grid, old, new))
     assert why.startswith("its protocol changed without an amendment") and part in why
+
+
+@pytest.mark.parametrize(
+    "chapter, claim, part, grid, old, new",
+    [
+        (
+            "houlsby",
+            "size",
+            "confirmation grids (the power plan and its addendum)",
+            "confirm/power/houlsby_power.yaml",
+            "  adam_epsilon:\n",
+            "  max_eval_examples:\n  - 500\n  adam_epsilon:\n",
+        ),
+        (
+            "houlsby",
+            "top-k",
+            "confirmation grids (the power plan and its addendum)",
+            "confirm/power/houlsby_power_units.yaml",
+            "  adam_epsilon:\n",
+            "  max_eval_examples:\n  - 500\n  adam_epsilon:\n",
+        ),
+        (
+            "houlsby_base",
+            "parity-64",
+            "report grid (seeds, evaluation caps)",
+            "houlsby_base_report.yaml",
+            "selection_split: true,",
+            "selection_split: true, max_eval_examples: 200,",
+        ),
+        (
+            "dsp",
+            "dapt",
+            "confirmation grid (the power plan)",
+            "confirm/power/dsp_power.yaml",
+            "  adam_epsilon:\n",
+            "  max_eval_examples:\n  - 250\n  adam_epsilon:\n",
+        ),
+    ],
+    ids=["power plan", "its addendum", "base-size report grid", "dsp power plan"],
+)
+def test_an_evaluation_cap_added_to_a_grid_that_made_confirmatory_runs_fails_the_ledger(
+    tmp_path, chapter, claim, part, grid, old, new
+):
+    registered = CHAPTERS.get(chapter)
+    assert _unamended(registered, claim) == ""
+    why = _unamended(_with_grid(tmp_path, registered, part, grid, old, new), claim)
+    assert why.startswith("its protocol changed without an amendment") and part in why
+
+
+def test_every_grid_of_a_chapter_s_study_is_in_its_protocol():
+    """A grid that made a chapter's runs (selection, report, extension, confirmation plan, addendum) is fingerprinted,
+    whichever part names it: a new plan's grid joins its chapter's protocol as it is written."""
+    import yaml
+
+    for chapter in CHAPTERS.names():
+        registered = CHAPTERS.get(chapter)
+        if not registered.study:
+            continue
+        named = {p for objects in registered.protocol.values() for p in objects if hasattr(p, "suffix")}
+        for path in sorted((PROJECT_ROOT / "params" / "cpu").rglob("*.yaml")):
+            if (yaml.safe_load(path.read_text()) or {}).get("study") == registered.study:
+                assert path in named, f"{path.relative_to(PROJECT_ROOT)} is not in {chapter}'s protocol"
+
+
+def test_a_semantic_change_to_the_resampling_fails_the_ledger_naming_the_interval(monkeypatch):
+    from adaptstudy.reporting import resampling
+
+    _edit_source(monkeypatch, resampling, "tp.sum(axis=1) / n", "tp.sum(axis=1) / (n + 1)")
+    why = _houlsby_parity_unamended(CHAPTERS.get("houlsby"))
+    assert (
+        why.startswith("its protocol changed without an amendment") and "interval (evidence.py, resampling.py)" in why
+    )
 
 
 @pytest.mark.parametrize(

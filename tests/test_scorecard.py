@@ -4,6 +4,7 @@ confirmatory, its verdict under each design, the smallest effect it detects and 
 
 import matplotlib
 import pandas as pd
+import pytest
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import CLAIMS
@@ -179,3 +180,42 @@ def test_fresh_runs_keep_the_choosing_seed_and_the_reported_runs_after_the_desig
 def card_claim(claim) -> str:
     """A claim as the scorecard's `claim` column names it."""
     return f"{claim.paper}: {claim.sentence} ({claim.where})"
+
+
+def test_the_dsp_page_counts_its_post_hoc_claims_as_the_scorecards_declared_column_does(committed_verdicts):
+    """The DSP chapter says when its claims were declared by counting them from the records, as the scorecard's
+    *declared* column reads them, not in a sentence of its own."""
+    from adaptstudy.reporting.findings import declared_counts
+
+    verdicts, seconds = committed_verdicts
+    card = scorecard(verdicts, seconds)
+    dsp = card[card["chapter"].str.contains(">dsp<")]
+    post_hoc = int(dsp["declared"].str.startswith("post hoc").sum())
+    before = int((dsp["declared"] == "before its runs").sum())
+    finished = seconds.drop_duplicates("run_id").set_index("run_id")["finished_at"]
+    said = declared_counts([v for v in verdicts if v.claim.chapter == "dsp"], finished)
+    assert f"{before} were declared before every run they rest on and {post_hoc} after" in said and post_hoc > 0
+    notebook = (PROJECT_ROOT / "notebooks" / "06_analysis_dsp.ipynb").read_text()
+    assert "declared_counts(" in notebook and "declared before the runs that" not in notebook
+
+
+WIDENED = {  # confirmatory intervals the scorecard shows, widened by the paired bootstrap over examples (3 decimals)
+    ("dsp.tapt", ""): (1.081, -2.098, 4.259),
+    ("dsp.not-dapt", ""): (-0.841, -2.434, 0.751),
+    ("peft.full-best", "vs embeddings_only"): (4.967, 3.294, 6.639),
+    ("peft.prompt-weakest", "vs encoder_only"): (4.267, 2.437, 6.097),
+}
+
+
+def test_widened_confirmatory_intervals_keep_their_committed_values(committed_verdicts):
+    """The interval as readers see it, pinned: Welch's t over seeds, its degrees of freedom, and the examples'
+    sampling error added to the seeds' variance. Each of zeroing the examples' part, a normal quantile for Student's
+    t, and a pooled df moves every one of these bounds by 0.1 points or more (measured when they were pinned)."""
+    from adaptstudy.reporting.scorecard import chapter_runs, confirmatory
+
+    confirmed = confirmatory(chapter_runs(PROJECT_ROOT / "results"), committed_verdicts[0])
+    for (key, comparison), expected in WIDENED.items():
+        v = confirmed[key]
+        j = v.judgements[v.names.index(comparison)]
+        assert "widened by a paired bootstrap" in j.method, (key, j.method)
+        assert (j.effect, j.low, j.high) == pytest.approx(expected, abs=0.0015), (key, comparison)

@@ -44,7 +44,7 @@ from adaptstudy.training.runner import prerequisites
 
 SHORT_RUN_S = 120.0  # a run under 2 minutes gets 5 fresh seeds, else 3
 NOT_ALLOCATED_HERE = {
-    "houlsby": "confirmed by the stage 2 of the chapter's new selection (the extended selection), not here"
+    "houlsby": "left to the stage 2 of the chapter's new selection (the extended selection), not here"
 }
 WHOLE_SPLIT = {"dsp"}  # chapters whose fresh runs evaluate the whole split, not the capped 500
 PER_RUN = ("seed", "results_dir", "data_dir")

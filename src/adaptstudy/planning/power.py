@@ -10,9 +10,10 @@ The rule, applied to the committed records and each claim's exploratory verdict:
    level: 2.80 standard errors) falls to that distance, with the seeds' variance as the exploratory seeds measured it
    (shrinking as 1/seeds) and the evaluation examples' (which more seeds on the same examples do not shrink); at
    least 3. None where the examples' part alone is wider: more seeds on these evaluation sets cannot decide it.
-3. Cost: each cell a claim rests on (a run's settings but its seed, on the same evaluation set as the arm it joins)
-   at the median seconds its committed runs paid on this machine kind; a cell several claims share is bought once, at
-   the most seeds any of them needs; prerequisites a fresh machine lacks once.
+3. Cost: each cell a claim rests on (a run's settings but its seed; every cell of one task on one evaluation set, so
+   an arm and its partner score the same examples: `claim_cells`) at the median seconds its committed runs paid; a
+   cell several claims share is bought once, at the most seeds any of them needs; prerequisites a fresh machine lacks
+   once.
 4. Order: first every claim at 3 fresh seeds per arm, cheapest first, within the budget: a verdict on fresh seeds
    alone for each, which decides those whose design needs no more (a reading only for the others); then, with what
    is left, the further seeds that decide the others, cheapest decision first. A claim not testable for a reason
@@ -70,7 +71,7 @@ def seeds_needed(j: Judgement, d: float) -> tuple[int | None, float]:
 def need_of(v: Verdict) -> Need | str:
     """The claim's need (rule 1-2), or why it has none to plan from."""
     if not v.run_ids:
-        return "no runs yet: its own grids, run after its freeze, give its verdict"
+        return "no runs when the plan was written: its own grids, run after its freeze, give its verdict"
     if v.verdict == "not testable":
         return f"not testable ({v.reasons()}): fresh seeds of its cells would not change that"
     judged = [j for j in v.judgements if not (math.isnan(j.se) or math.isnan(j.effect)) and j.seeds >= 2]
@@ -89,18 +90,56 @@ def need_of(v: Verdict) -> Need | str:
     return Need(v.claim.key, worst, min(distances), target, max(floors))
 
 
+CAP = "max_eval_examples"
+
+
 def claim_cells(v: Verdict, records: dict) -> set[Cell]:
-    """The cells a verdict rests on; of cells that differ only in their evaluation cap, the one scoring the most."""
-    by_settings: dict[str, Cell] = {}
+    """The cells a verdict rests on, every cell of one task on one evaluation set, so that an arm and its partner are
+    scored on the same examples: the whole split where every cell of the task has runs on it, else the smallest cap
+    any of them was scored on (a cell scored only on the whole split is bought at that cap: a cap keeps the split's
+    first examples). `one_evaluation_set` refuses cells that would mix them."""
+    groups: dict[str, dict] = {}  # a cell's settings but its cap -> {cap: the cell}
     for run_id in v.run_ids:
         study, record = records[run_id]
         cell = Cell.of(study, record)
-        settings = json.loads(cell.settings)
-        key = json.dumps({k: v for k, v in settings.items() if k != "max_eval_examples"}, sort_keys=True)
-        kept = by_settings.get(key)
-        if kept is None or json.loads(kept.settings).get("max_eval_examples") is not None:
-            by_settings[key] = cell
-    return set(by_settings.values())
+        groups.setdefault(_uncapped(cell), {})[json.loads(cell.settings).get(CAP)] = cell
+    chosen = set()
+    for key, by_cap in groups.items():
+        peers = [caps for other, caps in groups.items() if _task(other) == _task(key)]
+        shared = set.intersection(*(set(caps) for caps in peers))
+        cap = None if None in shared else min((c for caps in peers for c in caps if c is not None), default=None)
+        chosen.add(by_cap[cap] if cap in by_cap else _at_cap(next(iter(by_cap.values())), cap))
+    one_evaluation_set(v.claim.key, chosen)
+    return chosen
+
+
+def one_evaluation_set(claim: str, cells: set[Cell]) -> None:
+    """Refuse, naming the claim and the task, cells of one task that would be scored on different evaluation sets
+    (a fresh arm on the whole split beside its partner on a cap: their interval could not be widened by the
+    examples' sampling error, and their scores would not compare)."""
+    sets: dict[str, set] = {}
+    for cell in cells:
+        sets.setdefault(_task(_uncapped(cell)), set()).add(json.loads(cell.settings).get(CAP))
+    mixed = {task: caps for task, caps in sets.items() if len(caps) > 1}
+    if mixed:
+        said = "; ".join(f"{task}: {sorted(caps, key=str)}" for task, caps in sorted(mixed.items()))
+        raise ValueError(
+            f"{claim}: its cells would be scored on different evaluation sets ({said}); valid: one per task"
+        )
+
+
+def _uncapped(cell: Cell) -> str:
+    settings = json.loads(cell.settings)
+    return json.dumps({k: x for k, x in settings.items() if k != CAP}, sort_keys=True)
+
+
+def _task(uncapped: str) -> str:
+    settings = json.loads(uncapped)
+    return str(settings.get("task") or settings.get("tasks"))
+
+
+def _at_cap(cell: Cell, cap: int | None) -> Cell:
+    return Cell(cell.study, cell.kind, json.dumps({**json.loads(cell.settings), CAP: cap}, sort_keys=True))
 
 
 def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET_H):
@@ -121,8 +160,10 @@ def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET
     per_run, extra = {}, {}
     for need in needs.values():
         for cell in need.cells:
-            if cell not in per_run:
-                runs = [r for s, r in records.values() if Cell.of(s, r) == cell]
+            if cell not in per_run:  # a cell bought at another cap than its runs scored: their seconds
+                runs = [r for s, r in records.values() if Cell.of(s, r) == cell] or [
+                    r for s, r in records.values() if _uncapped(Cell.of(s, r)) == _uncapped(cell)
+                ]
                 per_run[cell] = pd.Series([_paid(r) for r in runs]).median()
                 config = CONFIGS[cell.kind].model_validate({**json.loads(cell.settings), "results_dir": str(root)})
                 extra[cell] = _prerequisite_costs(records, config)

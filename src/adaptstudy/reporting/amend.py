@@ -1,13 +1,21 @@
 """`python -m adaptstudy.reporting.amend PATH --reason ... --results-dir DIR [--against REV]`: record as amendments
 the changes made to a chapter's declaration file since git revision REV (default HEAD) and to its protocol since its
 ledger last wrote it down (`reporting.protocol`), and declare the claims written without a ledger; with `--freeze`,
-freeze every claim of the file for confirmation (`reporting.freeze`). Every entry is dated when it is written."""
+freeze every claim of the file for confirmation (`reporting.freeze`). Every entry is dated when it is written.
+
+Where the protocol changed, the refactor rule decides each claim: its effects, intervals and verdicts (exploratory
+and confirmatory) are judged on the committed records by the code at REV (a temporary git worktree) and by the code
+now (`reporting.outcomes`); a claim whose every one is identical gets a `refactor` entry (its freeze kept), any
+other an amendment keeping both verdicts."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -42,13 +50,59 @@ def main(argv: list[str] | None = None) -> int:
         previous.claims |= {
             n: c for n, c in _declared_in(path.read_text(encoding="utf-8")).claims.items() if n in names
         }
-        names += amend(path, previous, args.reason, records, protocol=protocol_of(path))
+        now = protocol_of(path)
+        shown, lines = _judged_around(path, args.against, Path(args.results_dir), now)
+        names += amend(path, previous, args.reason, records, protocol=now, verdicts=shown, outcomes=lines)
     except (subprocess.CalledProcessError, ValueError, ValidationError) as error:
         detail = getattr(error, "stderr", "") or error
         print(f"error: {str(detail).strip()}", file=sys.stderr)
         return 2
     print(f"amended, recorded or declared: {', '.join(names) or 'nothing changed'}")
     return 0
+
+
+def _judged_around(
+    path: Path, revision: str, results_dir: Path, now: dict[str, str] | None
+) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
+    """Where the protocol of some claim of the file moved from its ledger: each claim's verdicts as shown and its
+    outcome lines (`reporting.outcomes`), before (the code at `revision`) and after (the code now), by claim name;
+    ({}, {}) where nothing moved."""
+    declared = _declared_in(path.read_text(encoding="utf-8"))
+    if now is None or all(not c.recorded_protocol or c.recorded_protocol == now for c in declared.claims.values()):
+        return {}, {}
+    chapter = next(name for name, file in DECLARATIONS.items() if file.resolve() == path.resolve())
+    root = results_dir.resolve().parent  # the chapter's records are results/<study>
+    top = _git(path.parent, "rev-parse", "--show-toplevel")
+    with tempfile.TemporaryDirectory(prefix="adaptstudy-before-") as tmp:
+        tree = Path(tmp) / "tree"
+        _git(Path(top), "worktree", "add", "--detach", str(tree), revision)
+        try:
+            before = _outcomes(tree / "src", root, chapter)
+        finally:
+            _git(Path(top), "worktree", "remove", "--force", str(tree))
+    after = _outcomes(Path(top) / "src", root, chapter)
+    prefix = f"{chapter}."
+    names = {k.removeprefix(prefix) for k in {*before, *after}}
+    empty = {"line": "", "shown": ""}
+    pairs = {n: (before.get(prefix + n, empty), after.get(prefix + n, empty)) for n in names}
+    return {n: (b["shown"], a["shown"]) for n, (b, a) in pairs.items()}, {
+        n: (b["line"], a["line"]) for n, (b, a) in pairs.items()
+    }
+
+
+def _outcomes(src: Path, root: Path, chapter: str) -> dict[str, dict[str, str]]:
+    """`reporting.outcomes` run with the `adaptstudy` under `src` (this file's reading of a verdict, that code's
+    verdicts)."""
+    script = Path(__file__).with_name("outcomes.py")
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    done = subprocess.run(
+        [sys.executable, str(script), str(root), chapter], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def _declare_new(path: Path, reason: str, records: int) -> list[str]:

@@ -7,7 +7,9 @@ on the selection split is `selection`; the foundation chapter's comparison with 
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,9 +26,24 @@ def reported(runs: pd.DataFrame) -> pd.DataFrame:
 
 def load_runs(folder: str | os.PathLike, status: str | None = "ok") -> pd.DataFrame:
     """A study's runs: the flat columns of `records_frame`, plus `record`, each run's whole record, for the nested
-    fields a chapter reads (history, fusion attention, the pretraining chain, per-task scores)."""
+    fields a chapter reads (history, fusion attention, the pretraining chain, per-task scores), and `prerequisites`:
+    what each run started from (its record's `prerequisites`), each with that run's record as committed beside the
+    study (`record`; None where there is none), for the check against a claim's freeze (`reporting.prerequisites`)."""
     records = read_records(folder, status)
-    return flatten(records).assign(record=pd.Series(records, dtype=object))
+    read: dict[Path, dict | None] = {}
+
+    def needs(record: dict) -> list[dict]:
+        out = []
+        for need in record.get("prerequisites", []):
+            path = Path(folder).parent / need["study"] / f"{need['run_id']}.json"
+            if path not in read:
+                read[path] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            out.append({**need, "record": read[path]})
+        return out
+
+    return flatten(records).assign(
+        record=pd.Series(records, dtype=object), prerequisites=pd.Series([needs(r) for r in records], dtype=object)
+    )
 
 
 def config_column(runs: pd.DataFrame, name: str, default=np.nan) -> pd.Series:

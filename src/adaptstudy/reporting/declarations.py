@@ -53,7 +53,7 @@ ADDED_FIELDS = (
 )  # design fields added after the first ledgers: left out of a fingerprint when empty
 
 
-ENTRY_ADDED = ("protocol", "protocol_was", "before", "after")  # ledger fields written only where set
+ENTRY_ADDED = ("protocol", "protocol_was", "before", "after", "outcomes")  # ledger fields written only where set
 
 
 class RuleSpec(BaseModel):
@@ -123,15 +123,18 @@ class Design(BaseModel):
 
 class Entry(BaseModel):
     """One line of a claim's ledger: `declared`, `amended`, `recorded` (the protocol's fingerprints written down,
-    nothing changed) or `frozen` (the design and protocol fixed for confirmation: only runs made after it, and after
-    any later amendment, confirm); when, why, how many of its chapter's records existed, the fields an amendment
-    changed as they were before it, and the fingerprint of the design after it. `protocol`: the fingerprint of each
-    part of the protocol after it (`reporting.protocol`), and `protocol_was` the parts an amendment changed, as they
-    were. Code cannot be rebuilt from a fingerprint, so an amendment of the protocol keeps the verdicts it moved:
-    `before` (under the earlier protocol) and `after`, each with the records it was judged on."""
+    nothing changed), `frozen` (the design and protocol fixed for confirmation: only runs made after it, and after
+    any later amendment, confirm) or `refactor` (fingerprinted code or grids changed, and every effect, interval and
+    verdict of the claim, exploratory and confirmatory, came out identical on the committed records before and
+    after: `outcomes` keeps their digest; the freeze holds); when, why, how many of its chapter's records existed,
+    the fields an amendment changed as they were before it, and the fingerprint of the design after it. `protocol`:
+    the fingerprint of each part of the protocol after it (`reporting.protocol`), and `protocol_was` the parts an
+    amendment or a refactor changed, as they were. Code cannot be rebuilt from a fingerprint, so an amendment of the
+    protocol keeps the verdicts it moved: `before` (under the earlier protocol) and `after`, each with the records it
+    was judged on."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    event: Literal["declared", "amended", "recorded", "frozen"]
+    event: Literal["declared", "amended", "recorded", "frozen", "refactor"]
     date: datetime
     reason: str = ""
     records: int | None = None
@@ -150,6 +153,7 @@ class Entry(BaseModel):
 
     before: str = ""
     after: str = ""
+    outcomes: str = ""
 
     @model_validator(mode="after")
     def _amendments_say_why(self):
@@ -159,6 +163,11 @@ class Entry(BaseModel):
             )
         if self.event in ("recorded", "frozen") and (self.was or self.protocol_was or not self.protocol):
             raise ValueError(f"a `{self.event}` entry writes down the protocol (`protocol`) and changes nothing")
+        if self.event == "refactor" and (self.was or not (self.reason and self.protocol and self.outcomes)):
+            raise ValueError(
+                "a refactor changes no design field (`was`) and gives a reason, the protocol after it (`protocol`) and "
+                "the digest of the outcomes it left identical (`outcomes`)"
+            )
         unknown = set(self.was) - set(DESIGN_FIELDS)
         if unknown:
             raise ValueError(f"`was` names {sorted(unknown)}, not fields of a design; valid: {list(DESIGN_FIELDS)}")
@@ -332,13 +341,17 @@ def amend(
     when: datetime | None = None,
     protocol: dict[str, str] | None = None,
     verdicts: dict[str, tuple[str, str]] | None = None,
+    outcomes: dict[str, tuple[str, str]] | None = None,
 ) -> list[str]:
     """Append an amendment to every claim of the declaration at `path` whose design differs from `previous` (the
     file as it was, e.g. at HEAD) or, given `protocol` (the fingerprints now), whose protocol differs from its
     ledger's: `was` and `protocol_was` hold the changed fields' and parts' earlier values, and `verdicts` (by claim
-    name) the verdicts before and after, where the caller judged them. A claim whose ledger never wrote its protocol
-    down gets a `recorded` entry (or its amendment records it). A claim written without a ledger is new: it gets the
-    entry that declares it. Rewrites the file, keeping its leading comment; returns the names of the claims amended,
+    name) the verdicts before and after, where the caller judged them. The refactor rule: a claim whose design is
+    unchanged, whose protocol changed, and whose `outcomes` (by claim name: `reporting.outcomes`' lines, every
+    effect, interval and verdict, exploratory and confirmatory) are identical before and after gets a `refactor`
+    entry instead, which keeps its freeze. A claim whose ledger never wrote its protocol down gets a `recorded`
+    entry (or its amendment records it). A claim written without a ledger is new: it gets the entry that declares
+    it. Rewrites the file, keeping its leading comment; returns the names of the claims amended, refactored,
     recorded or declared."""
     path = Path(path)
     when = when or datetime.now(timezone.utc).replace(microsecond=0)
@@ -373,12 +386,17 @@ def amend(
         old, new = before.design.model_dump(), claim.design.model_dump()
         was = {f: old[f] for f in DESIGN_FIELDS if old[f] != new[f]}
         recorded = claim.recorded_protocol
-        protocol_was = {k: recorded.get(k, "") for k in protocol or {} if recorded and protocol[k] != recorded.get(k)}
+        changed = sorted(k for k in {*(protocol or {}), *recorded} if (protocol or {}).get(k) != recorded.get(k))
+        protocol_was = {k: recorded.get(k, "") for k in changed} if protocol and recorded else {}
         if not (was or protocol_was or (protocol and not recorded)):
             continue
         before_after = (verdicts or {}).get(name, ("", ""))
+        lines = (outcomes or {}).get(name, ("", ""))
+        refactor = bool(protocol_was and not was and lines[0] and lines[0] == lines[1])
+        if refactor:  # the verdicts are those of the freeze it keeps: the digest says they stayed so
+            before_after = ("", "")
         entry = Entry(
-            event="amended" if was or protocol_was else "recorded",
+            event="refactor" if refactor else "amended" if was or protocol_was else "recorded",
             date=when,
             reason=reason,
             records=records,
@@ -388,6 +406,7 @@ def amend(
             protocol_was=protocol_was,
             before=before_after[0],
             after=before_after[1],
+            outcomes=hashlib.sha256(lines[1].encode()).hexdigest()[:16] if refactor else "",
         )
         current.claims[name] = claim.model_copy(update={"ledger": [*claim.ledger, entry]})
         amended.append(name)

@@ -103,3 +103,18 @@ def declared(v: Verdict, finished: pd.Series) -> str:
     times = pd.to_datetime(finished.reindex(ids), utc=True, format="ISO8601")
     older = int((times < pd.Timestamp(v.claim.declared.ledger[0].date)).sum())
     return f"post hoc: after {older} of its {len(ids)} runs" if older else "before its runs"
+
+
+def declared_counts(verdicts: list[Verdict], finished: pd.Series) -> str:
+    """When a chapter's claims were declared, counted from the records as the scorecard's *declared* column reads
+    them (`declared`): 'Of its 12 claims, 6 were declared before every run they rest on and 6 after some existed
+    (*post hoc*: a, b, …); 0 rest on no run.'"""
+    said = {v.claim.key: declared(v, finished) if v.run_ids else "" for v in verdicts}
+    before = [k for k, d in said.items() if d == "before its runs"]
+    post_hoc = [k for k, d in said.items() if d.startswith("post hoc")]
+    none = [k for k, d in said.items() if not d]
+    named = f" ({', '.join(post_hoc)})" if post_hoc else ""
+    return (
+        f"Of its {len(said)} claims, {len(before)} were declared before every run they rest on and {len(post_hoc)} "
+        f"after some of those runs existed (*post hoc*{named}){f'; {len(none)} rest on no run yet' if none else ''}."
+    )

@@ -10,15 +10,19 @@ import pandas as pd
 
 from adaptstudy.reporting.claims import Verdict
 from adaptstudy.reporting.freeze import confirmatory_since
+from adaptstudy.reporting.prerequisites import unaccepted
 from adaptstudy.runs.records import made_at
 
 
 def fresh_runs(runs: pd.DataFrame, since: datetime, selection_seed: int | None) -> pd.DataFrame:
-    """The reported runs first made at or after `since` (`made_at`: a rerun of a seed is not fresh), with every run
-    of the seed that chose settings (never reported: its runs choose, whenever they ran)."""
+    """The reported runs first made at or after `since` (`made_at`: a rerun of a seed is not fresh) on the
+    prerequisites that were frozen (`prerequisites.unaccepted`: one trained again after `since` to other metrics
+    makes a run no fresh seed), with every run of the seed that chose settings (never reported: its runs choose,
+    whenever they ran)."""
     if runs.empty:
         return runs
     fresh = pd.to_datetime(made_at(runs), utc=True, format="ISO8601") >= pd.Timestamp(since)
+    fresh &= ~runs["run_id"].isin(list(unaccepted(runs, since)))
     keep = fresh | (runs["seed"] == selection_seed) if selection_seed is not None else fresh
     return runs[keep].reset_index(drop=True)
 

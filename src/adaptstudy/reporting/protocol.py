@@ -20,7 +20,16 @@ from pathlib import Path
 import yaml
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting import baselines, claims, evidence, selection, shared_examples
+from adaptstudy.reporting import (
+    baselines,
+    claims,
+    evidence,
+    fresh_seeds,
+    prerequisites,
+    resampling,
+    selection,
+    shared_examples,
+)
 
 CHOOSING = (selection.choose_learning_rates, selection.at_learning_rates)  # the rate (and epoch) rule, its tie rule
 
@@ -28,7 +37,8 @@ CHOOSING = (selection.choose_learning_rates, selection.at_learning_rates)  # the
 def shared_parts() -> dict[str, tuple]:
     """The parts every claim's verdict rests on, whatever its chapter."""
     return {
-        "interval (evidence.py)": (evidence,),
+        "interval (evidence.py, resampling.py)": (evidence, resampling),
+        "confirmatory runs and their prerequisites (fresh_seeds.py, prerequisites.py)": (fresh_seeds, prerequisites),
         "evaluation set (claims.arm, shared_examples.py)": (claims.arm, claims.out_of_order, shared_examples),
         "regime for runs that learned nothing (claims.Verdict)": (claims._regime, claims.Verdict._judged),
         "set-aside rule (baselines.py)": (
@@ -54,7 +64,15 @@ def parts(chapter) -> dict[str, tuple]:
     return {**shared_parts(), **{name: tuple(objects) for name, objects in chapter.protocol.items()}, **built}
 
 
-SHARED_MODULES = ("evidence", "claims", "shared_examples", "declarations", "resampling")  # their own parts
+SHARED_MODULES = (
+    "evidence",
+    "claims",
+    "shared_examples",
+    "declarations",
+    "resampling",
+    "fresh_seeds",
+    "prerequisites",
+)  # their own parts
 
 
 def used_code(*roots) -> tuple:

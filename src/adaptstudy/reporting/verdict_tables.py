@@ -98,7 +98,7 @@ def amendments(verdicts: list[Verdict]) -> pd.DataFrame:
     groups: dict[tuple, dict] = {}
     for v in verdicts:
         history = v.history()
-        changes = [e for e in v.claim.declared.ledger if e.event != "recorded"]
+        changes = [e for e in v.claim.declared.ledger if e.event not in ("recorded", "refactor")]  # they change none
         for i, entry in enumerate(changes):
             if entry.event != "amended":
                 continue

@@ -238,5 +238,19 @@ def run(config: RunConfig, checkpoint_dir: str | os.PathLike | None = None, writ
     check_writable(resolve_results_dir(config.results_dir, config.STUDY))  # before training, not after it
     ensure(config, Path(checkpoint_dir).parent if checkpoint_dir else None)
     if isinstance(config, FinetuneConfig) and config.keep_adapter:
-        return finetune(config, write=write, checkpoint_dir=checkpoint_dir, save_adapter_to=source_folder(config))
-    return RUNNERS[type(config)](config, write=write, checkpoint_dir=checkpoint_dir)
+        record = finetune(config, write=write, checkpoint_dir=checkpoint_dir, save_adapter_to=source_folder(config))
+    else:
+        record = RUNNERS[type(config)](config, write=write, checkpoint_dir=checkpoint_dir)
+    return with_prerequisites(config, record, write)
+
+
+def with_prerequisites(config: RunConfig, record: dict[str, Any], write: bool) -> dict[str, Any]:
+    """The record naming what the run started from (`prerequisites`: each one's run id and the study folder of its
+    record), written again where it was written: a confirmatory verdict checks them against its claim's freeze."""
+    needs = [{"run_id": n.config.run_id, "study": n.record_path().parent.name} for n in prerequisites(config)]
+    if not needs:
+        return record
+    record = {**record, "prerequisites": needs}
+    if write:
+        write_record(record, resolve_results_dir(config.results_dir, config.STUDY))
+    return record

@@ -19,6 +19,7 @@ CHAPTER = register(
                 grid("cpu/confirm/dsp_confirm.yaml"),
                 grid("cpu/confirm/later-wave/dsp_confirm.yaml"),
             ),
+            "confirmation grid (the power plan)": (grid("cpu/confirm/power/dsp_power.yaml"),),
         },
     )
 )

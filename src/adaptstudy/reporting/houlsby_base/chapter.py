@@ -15,6 +15,7 @@ CHAPTER = register(
         selection_seed=0,
         protocol={
             "selection grid (rates)": (grid("cpu/houlsby_base_select.yaml"),),
+            "report grid (seeds, evaluation caps)": (grid("cpu/houlsby_base_report.yaml"),),
             "selection and tie rules": CHOOSING,
         },
     )

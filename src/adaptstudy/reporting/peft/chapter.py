@@ -18,6 +18,7 @@ CHAPTER = register(
                 grid("cpu/peft_imdb_report.yaml"),
                 grid("cpu/confirm/peft_imdb_confirm.yaml"),
             ),
+            "confirmation grid (the power plan)": (grid("cpu/confirm/power/peft_imdb_power.yaml"),),
             "selection and tie rules": (
                 tables.selection_grid,
                 tables.chosen_learning_rates,

@@ -18,6 +18,7 @@ CHAPTER = register(
                 grid("cpu/fusion_report.yaml"),
                 grid("cpu/confirm/fusion_confirm.yaml"),
             ),
+            "confirmation grid (the power plan)": (grid("cpu/confirm/power/fusion_power.yaml"),),
             "selection and tie rules": CHOOSING,
         },
     )

@@ -18,6 +18,7 @@ CHAPTER = register(
                 grid("cpu/hyperformer_select.yaml"),
             ),
             "report grid (seeds, evaluation caps)": (grid("cpu/hyperformer_report.yaml"),),
+            "confirmation grid (the power plan)": (grid("cpu/confirm/power/hyperformer_power_multitask.yaml"),),
             "selection and tie rules": (tables.at_chosen_rates, *CHOOSING),
         },
     )
