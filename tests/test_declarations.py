@@ -11,11 +11,12 @@ from adaptstudy.reporting.chapters import CHAPTERS
 from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.claims import DECLARATIONS as CHAPTER_FILES
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.reporting.declarations import Chapter, Declared, amend, load_declaration
+from adaptstudy.reporting.declarations import Chapter, Declared, load_declaration
 from adaptstudy.reporting.findings import findings_table
 from adaptstudy.reporting.houlsby import claims as houlsby_claims
 from adaptstudy.reporting.houlsby import tables as houlsby_tables
 from adaptstudy.reporting.houlsby.choices import extended_selection_runs
+from adaptstudy.reporting.ledgers import amend
 from adaptstudy.reporting.protocol import protocol
 
 DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))

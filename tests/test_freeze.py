@@ -243,3 +243,13 @@ def test_the_plan_note_counts_every_committed_fresh_run_once():
         float, re.search(r"([\d.]+) CPU-hours spent.*?([\d.]+) more.*?([\d.]+) CPU-hours in all", note).groups()
     )
     assert total == pytest.approx(spent + again, abs=0.11)
+
+
+def test_a_claim_amended_after_its_freeze_says_its_fresh_seeds_were_spent():
+    """hyperformer.few-shot's fresh seeds started from a transfer source trained again after the freeze to other
+    metrics; the amendment that says so spends them, and the scorecard says that rather than 'planned, not run'."""
+    from adaptstudy.reporting.power_plan import power_plan
+
+    said = why_unconfirmed("hyperformer.few-shot", power_plan())
+    assert said.startswith("none since its amendment of 6 December 2026, after its freeze")
+    assert why_unconfirmed("hyperformer.low-resource", power_plan()).startswith("none: not bought")

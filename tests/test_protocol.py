@@ -183,7 +183,7 @@ def test_a_docstring_or_comment_is_no_change(monkeypatch):
 def test_the_amend_command_records_a_protocol_change_with_the_parts_as_they_were(tmp_path):
     """A changed part becomes an amendment of every claim of the chapter: `protocol_was` keeps the part's earlier
     fingerprint, and the ledger then matches the protocol as it is."""
-    from adaptstudy.reporting.declarations import amend
+    from adaptstudy.reporting.ledgers import amend
 
     source = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml"
     path = tmp_path / "claims.yaml"

@@ -23,8 +23,9 @@ from pydantic import ValidationError
 
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import DECLARATIONS
-from adaptstudy.reporting.declarations import Chapter, amend
+from adaptstudy.reporting.declarations import Chapter
 from adaptstudy.reporting.freeze import freeze
+from adaptstudy.reporting.ledgers import amend
 from adaptstudy.reporting.protocol import protocol
 
 

@@ -8,7 +8,8 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from adaptstudy.reporting.declarations import Declared, Entry, dump_declaration, load_declaration
+from adaptstudy.reporting.declarations import Declared, Entry, load_declaration
+from adaptstudy.reporting.ledgers import dump_declaration
 
 
 def frozen_at(claim: Declared) -> datetime | None:
@@ -28,6 +29,17 @@ def confirmatory_since(claim: Declared) -> datetime | None:
     seeds made before it); None for a claim never frozen, which no run confirms."""
     frozen = frozen_at(claim)
     return None if frozen is None else max(frozen, claim.last_change)
+
+
+def spent_by_amendment(claim: Declared) -> str:
+    """Why a frozen claim has no fresh runs since an amendment that followed its freeze ('' where none did)."""
+    frozen = frozen_at(claim)
+    if frozen is None or claim.last_change <= frozen:
+        return ""
+    return (
+        f"none since its amendment of {claim.last_change:%-d %B %Y}, after its freeze: the fresh seeds made before it "
+        "are spent (the amendments table says why), and a confirmatory verdict needs seeds run after it"
+    )
 
 
 def freeze(

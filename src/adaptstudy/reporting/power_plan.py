@@ -9,8 +9,9 @@ from pathlib import Path
 import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
+from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.reporting.freeze import first_freeze
+from adaptstudy.reporting.freeze import first_freeze, spent_by_amendment
 from adaptstudy.runs.records import made_at, paid_evaluation, paid_seconds, paid_since
 
 # the confirmation plan by power (`planning.power`), once written
@@ -27,7 +28,10 @@ def power_plan(path: Path = POWER_PLAN) -> dict[str, dict]:
 
 
 def why_unconfirmed(key: str, plan: dict[str, dict]) -> str:
-    """Why a claim has no verdict on fresh seeds alone, with what one would cost (the power plan's row)."""
+    """Why a claim has no verdict on fresh seeds alone: an amendment after its freeze that spent them, or what one
+    would cost (the power plan's row)."""
+    if key in CLAIMS and (spent := spent_by_amendment(CLAIMS.get(key).declared)):
+        return spent
     row = plan.get(key)
     if row is None:
         return "none: not in the confirmation plan" if plan else "none yet"

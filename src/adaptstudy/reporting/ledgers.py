@@ -1,0 +1,145 @@
+"""Writing a declaration file: its YAML in the declared order (`dump_declaration`), and its ledgers (`amend`: one
+entry per claim whose design or protocol moved — an amendment, a refactor the refactor rule allows, a recording — or
+the entry that declares a new claim). The claims and their ledgers as data are `declarations`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from adaptstudy.reporting.declarations import (
+    ADDED_FIELDS,
+    DESIGN_FIELDS,
+    ENTRY_ADDED,
+    Chapter,
+    Design,
+    Entry,
+)
+
+
+def dump_declaration(chapter: Chapter) -> str:
+    """The YAML text of a declaration, fields in their declared order (a margin's reason beside its rule)."""
+    data = chapter.model_dump(mode="json", exclude_defaults=False)
+    data["findings"] = [{k: v for k, v in f.items() if v} for f in data["findings"]]
+    if not data["findings"]:
+        del data["findings"]
+    if not data["budgets"]:
+        del data["budgets"]
+    data["claims"] = {name: _written(claim) for name, claim in data["claims"].items()}
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
+
+
+def _written(claim: dict) -> dict:
+    """A claim as its file keeps it: fields left out where empty, `margin_reason` after `rule`."""
+    reason = claim.pop("margin_reason")
+    kept = {}
+    for key, value in claim.items():
+        if (key == "paper" and value is None) or (key in ADDED_FIELDS and not value):
+            continue
+        kept[key] = value
+        if key == "rule" and reason:
+            kept["margin_reason"] = reason
+    kept["ledger"] = [_entry_written(e) for e in kept["ledger"]]
+    return kept
+
+
+def _entry_written(entry: dict) -> dict:
+    """A ledger entry as its file keeps it: added fields left out where empty, each protocol part named beside its
+    fingerprint (an earlier part's as its fingerprint, or as words where none was recorded)."""
+    kept = {k: v for k, v in entry.items() if v or k not in ENTRY_ADDED}
+    if kept.get("protocol"):
+        kept["protocol"] = [{"part": k, "fingerprint": v} for k, v in kept["protocol"].items()]
+    if kept.get("protocol_was"):
+        kept["protocol_was"] = [
+            {"part": k, ("fingerprint" if re.fullmatch(r"[0-9a-f]{16}", v) else "was"): v}
+            for k, v in kept["protocol_was"].items()
+        ]
+    return kept
+
+
+def amend(
+    path: str | os.PathLike,
+    previous: Chapter,
+    reason: str,
+    records: int,
+    when: datetime | None = None,
+    protocol: dict[str, str] | None = None,
+    verdicts: dict[str, tuple[str, str]] | None = None,
+    outcomes: dict[str, tuple[str, str]] | None = None,
+) -> list[str]:
+    """Append an amendment to every claim of the declaration at `path` whose design differs from `previous` (the
+    file as it was, e.g. at HEAD) or, given `protocol` (the fingerprints now), whose protocol differs from its
+    ledger's: `was` and `protocol_was` hold the changed fields' and parts' earlier values, and `verdicts` (by claim
+    name) the verdicts before and after, where the caller judged them. The refactor rule: a claim whose design is
+    unchanged, whose protocol changed, and whose `outcomes` (by claim name: `reporting.outcomes`' lines, every
+    effect, interval and verdict, exploratory and confirmatory) are identical before and after gets a `refactor`
+    entry instead, which keeps its freeze. A claim whose ledger never wrote its protocol down gets a `recorded`
+    entry (or its amendment records it). A claim written without a ledger is new: it gets the entry that declares
+    it. Rewrites the file, keeping its leading comment; returns the names of the claims amended, refactored,
+    recorded or declared."""
+    path = Path(path)
+    when = when or datetime.now(timezone.utc).replace(microsecond=0)
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    amended = []
+    for name, claim in (raw.get("claims") or {}).items():
+        if isinstance(claim, dict) and "ledger" not in claim:
+            if name in previous.claims:
+                raise ValueError(f"{path}: claim {name!r} lost its ledger; restore it (a declared claim keeps it)")
+            try:
+                design = Design(**{k: v for k, v in claim.items() if k not in ("paper", "margin_reason")})
+            except ValidationError as error:
+                raise ValueError(f"{path}: claim {name!r} is not a valid design: {error}") from None
+            entry = Entry(
+                event="declared",
+                date=when,
+                reason=reason,
+                records=records,
+                fingerprint=design.fingerprint(),
+                protocol=protocol or {},
+            )
+            claim["ledger"] = [entry.model_dump(mode="json")]
+            amended.append(name)
+    try:
+        current = Chapter.model_validate(raw)
+    except ValidationError as error:
+        raise ValueError(f"{path}: not a valid claim declaration: {error}") from None
+    for name, claim in current.claims.items():
+        before = previous.claims.get(name)
+        if before is None or name in amended:
+            continue
+        old, new = before.design.model_dump(), claim.design.model_dump()
+        was = {f: old[f] for f in DESIGN_FIELDS if old[f] != new[f]}
+        recorded = claim.recorded_protocol
+        changed = sorted(k for k in {*(protocol or {}), *recorded} if (protocol or {}).get(k) != recorded.get(k))
+        protocol_was = {k: recorded.get(k, "") for k in changed} if protocol and recorded else {}
+        if not (was or protocol_was or (protocol and not recorded)):
+            continue
+        before_after = (verdicts or {}).get(name, ("", ""))
+        lines = (outcomes or {}).get(name, ("", ""))
+        refactor = bool(protocol_was and not was and lines[0] and lines[0] == lines[1])
+        if refactor:  # the verdicts are those of the freeze it keeps: the digest says they stayed so
+            before_after = ("", "")
+        entry = Entry(
+            event="refactor" if refactor else "amended" if was or protocol_was else "recorded",
+            date=when,
+            reason=reason,
+            records=records,
+            was=was,
+            fingerprint=claim.fingerprint(),
+            protocol=protocol or {},
+            protocol_was=protocol_was,
+            before=before_after[0],
+            after=before_after[1],
+            outcomes=hashlib.sha256(lines[1].encode()).hexdigest()[:16] if refactor else "",
+        )
+        current.claims[name] = claim.model_copy(update={"ledger": [*claim.ledger, entry]})
+        amended.append(name)
+    header = "".join(line for line in path.read_text(encoding="utf-8").splitlines(True) if line.startswith("#"))
+    path.write_text(header + dump_declaration(current), encoding="utf-8")
+    return amended
