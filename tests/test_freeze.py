@@ -129,7 +129,8 @@ def test_a_claim_without_a_confirmatory_verdict_says_why_and_what_it_would_cost(
 def test_every_claim_is_frozen_after_its_last_change(path):
     for name, claim in load_declaration(path).claims.items():
         assert frozen_at(claim) is not None, f"{path.parent.name}.{name} is not frozen"
-        assert frozen_at(claim) >= claim.last_change or claim.ledger[-1].event == "amended", name
+        changes = [e for e in claim.ledger if e.event not in ("refactor", "recorded")]  # those keep what stood
+        assert frozen_at(claim) >= claim.last_change or changes[-1].event == "amended", name
 
 
 def test_no_confirmatory_verdict_rests_on_a_run_made_before_its_claims_freeze(committed_verdicts):
@@ -243,6 +244,8 @@ def test_the_plan_note_counts_every_committed_fresh_run_once():
         float, re.search(r"([\d.]+) CPU-hours spent.*?([\d.]+) more.*?([\d.]+) CPU-hours in all", note).groups()
     )
     assert total == pytest.approx(spent + again, abs=0.11)
+    budget, left = map(float, re.search(r"of its budget of ([\d.]+): (-?[\d.]+) left", note).groups())
+    assert left == pytest.approx(budget - total, abs=0.11)
 
 
 def test_a_claim_amended_after_its_freeze_says_its_fresh_seeds_were_spent():

@@ -37,11 +37,11 @@ import yaml
 from adaptstudy.planning.allocation import Cell, _paid, _prerequisite_costs, _records, grids, write_run_ids
 from adaptstudy.reporting.claims import Verdict
 from adaptstudy.reporting.evidence import Judgement
+from adaptstudy.reporting.power_plan import BUDGET_H
 from adaptstudy.reporting.scorecard import chapter_runs, chapter_verdicts
 from adaptstudy.reporting.what_it_takes import Z, distance
 from adaptstudy.runs.grid import CONFIGS
 
-BUDGET_H = 14.0  # CPU-hours on an AVX512-BF16 machine
 MIN_SEEDS = 3  # fresh seeds per arm: a verdict on fresh seeds alone needs an interval over them
 
 

@@ -35,16 +35,17 @@ def chapter_outcomes(results: str | Path, chapter: str) -> dict[str, dict[str, s
     """Per claim of `chapter` (by key): `line`, its exploratory and confirmatory lines on the records under
     `results`, compared in full; `shown`, the verdicts and intervals as a reader reads them (an amendment keeps
     them)."""
-    from adaptstudy.reporting.scorecard import CHAPTERS, confirmatory
+    from adaptstudy.reporting.chapters import load_chapters  # here: run as a script, the path is set first
+    from adaptstudy.reporting.common import load_runs
 
-    registered = {c.name: c for c in CHAPTERS}
+    registered = {c.name: c for c in load_chapters() if c.study}
     if chapter not in registered:
         raise ValueError(f"no chapter {chapter!r} judges runs; valid: {sorted(registered)}")
-    runs = {chapter: registered[chapter].label_runs(_load(results, registered[chapter].study))}
-    runs |= {name: runs[chapter].iloc[0:0] for name in registered if name != chapter}
-    verdicts = registered[chapter].verdicts(runs[chapter])
-    confirmed = confirmatory(runs, verdicts)
-    records = len(runs[chapter])
+    judging = registered[chapter]
+    runs = judging.label_runs(load_runs(Path(results) / judging.study))
+    verdicts = judging.verdicts(runs)
+    confirmed = {v.claim.key: v for v in judging.fresh_verdicts(runs, verdicts)} if not runs.empty else {}
+    records = len(runs)
     out = {}
     for v in verdicts:
         fresh = confirmed.get(v.claim.key)
@@ -55,12 +56,6 @@ def chapter_outcomes(results: str | Path, chapter: str) -> dict[str, dict[str, s
             + f"; on the {records} records",
         }
     return out
-
-
-def _load(results: str | Path, study: str):
-    from adaptstudy.reporting.common import load_runs
-
-    return load_runs(Path(results) / study)
 
 
 if __name__ == "__main__":  # python outcomes.py RESULTS CHAPTER: the lines, as JSON, with the adaptstudy importable

@@ -14,6 +14,7 @@ from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.freeze import first_freeze, spent_by_amendment
 from adaptstudy.runs.records import made_at, paid_evaluation, paid_seconds, paid_since
 
+BUDGET_H = 14.0  # the plan's CPU-hours (`planning.power` spends them; the note counts what its runs measured)
 # the confirmation plan by power (`planning.power`), once written
 POWER_PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm" / "power" / "plan.csv"
 UNITS_FILE = "units.csv"  # the plan's addendum for units fresh runs alone would not form (`planning.unit_cells`)
@@ -65,7 +66,9 @@ def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
         f"{taken['CPU-hours'].sum():.1f} CPU-hours estimated{_addendum(folder)}. "
         f"Landed so far: {landed} of its {len(ids)} fresh runs, "
         f"{hours:.1f} CPU-hours spent (training and evaluation), and {again:.1f} more training again, after the "
-        f"freeze, runs made before it (prerequisites a machine's cache lacked): {hours + again:.1f} CPU-hours in all."
+        f"freeze, runs made before it (prerequisites a machine's cache lacked): {hours + again:.1f} CPU-hours in all, "
+        f"measured, of its budget of {BUDGET_H:g}: {BUDGET_H - hours - again:.1f} left"
+        f"{', which go to the next plan' if hours + again < BUDGET_H else ''}."
     )
 
 

@@ -287,15 +287,15 @@ def plot_low_resource(frame: pd.DataFrame):
 
 def few_shot_runs(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per few-shot run (Hyperformer++ transfer or a single-task adapter on a few-shot task): task, k, score,
-    and whether it learned nothing (at chance with k examples: flagged, and left out of the verdict)."""
+    whether it learned nothing (at chance with k examples: flagged, and counted), and its record."""
     one = runs[np.array([len(t) == 1 and t[0] in HYPER_FEW_SHOT for t in runs["tasks"]], dtype=bool)]
     one = one[one["label"].isin(FEW_SHOT_LABELS)]
     tasks = [t[0] for t in one["tasks"]]
     frame = one.assign(
         task=tasks,
         learned_nothing=np.array([learned_nothing(r, t) for r, t in zip(one["record"], tasks)], dtype=bool),
-    )[["run_id", "task", "cap", "label", "main_metric_value", "learned_nothing"]]
-    return frame.rename(columns={"cap": "k", "main_metric_value": "score"})
+    )[["run_id", "task", "cap", "label", "main_metric_value", "learned_nothing", "record"]]
+    return frame.rename(columns={"cap": "k", "main_metric_value": "score"})  # a record says why it cannot be paired
 
 
 def few_shot(runs: pd.DataFrame) -> pd.DataFrame:
