@@ -61,7 +61,7 @@ def test_a_pure_rename_of_a_fingerprinted_function_is_a_refactor_and_keeps_every
     for name, claim in claims.items():
         last = claim.ledger[-1]
         assert (last.event, list(last.protocol_was)) == ("refactor", moved), name
-        assert last.outcomes and claim.unamended(now) == ""
+        assert last.outcomes_fingerprint and claim.unamended(now) == ""
         assert confirmatory_since(claim) == confirmatory_since(frozen[name])  # the freeze holds
 
 
@@ -84,12 +84,12 @@ def test_a_semantic_change_is_an_amendment_with_its_verdicts_before_and_after(tm
 
 def test_a_refactor_entry_changes_no_design_field_and_keeps_its_outcomes():
     ok = {"event": "refactor", "date": "2026-12-06T00:00:00Z", "reason": "a rename", "fingerprint": "0" * 16}
-    entry = Entry(**ok, protocol={"a": "1" * 16}, protocol_was={"a": "2" * 16}, outcomes="3" * 16)
+    entry = Entry(**ok, protocol={"a": "1" * 16}, protocol_was={"a": "2" * 16}, outcomes_fingerprint="3" * 16)
     assert entry.event == "refactor"
     with pytest.raises(ValueError, match="refactor"):
         Entry(**ok, protocol={"a": "1" * 16}, protocol_was={"a": "2" * 16})  # no outcomes: not shown identical
     with pytest.raises(ValueError, match="refactor"):
-        Entry(**ok, protocol={"a": "1" * 16}, outcomes="3" * 16, was={"units": ["cola"]})
+        Entry(**ok, protocol={"a": "1" * 16}, outcomes_fingerprint="3" * 16, was={"units": ["cola"]})
 
 
 def test_every_refactor_in_a_ledger_follows_a_freeze_it_keeps():
@@ -98,7 +98,7 @@ def test_every_refactor_in_a_ledger_follows_a_freeze_it_keeps():
         for name, claim in load_declaration(path).claims.items():
             for entry in claim.ledger:
                 if entry.event == "refactor":
-                    assert entry.outcomes and entry.protocol_was, (path.parent.name, name)
+                    assert entry.outcomes_fingerprint and entry.protocol_was, (path.parent.name, name)
                     assert confirmatory_since(claim) != entry.date, (path.parent.name, name)
 
 

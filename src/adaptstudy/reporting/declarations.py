@@ -52,7 +52,13 @@ ADDED_FIELDS = (
 )  # design fields added after the first ledgers: left out of a fingerprint when empty
 
 
-ENTRY_ADDED = ("protocol", "protocol_was", "before", "after", "outcomes")  # ledger fields written only where set
+ENTRY_ADDED = (
+    "protocol",
+    "protocol_was",
+    "before",
+    "after",
+    "outcomes_fingerprint",
+)  # ledger fields written only where set
 
 
 class RuleSpec(BaseModel):
@@ -125,8 +131,9 @@ class Entry(BaseModel):
     nothing changed), `frozen` (the design and protocol fixed for confirmation: only runs made after it, and after
     any later amendment, confirm) or `refactor` (fingerprinted code or grids changed, and every effect, interval and
     verdict of the claim, exploratory and confirmatory, came out identical on the committed records before and
-    after: `outcomes` keeps their digest; the freeze holds); when, why, how many of its chapter's records existed,
-    the fields an amendment changed as they were before it, and the fingerprint of the design after it. `protocol`:
+    after: `outcomes_fingerprint` keeps their digest; the freeze holds); when, why, how many of its chapter's
+    records existed, the fields an amendment changed as they were before it, and the fingerprint of the design after
+    it. `protocol`:
     the fingerprint of each part of the protocol after it (`reporting.protocol`), and `protocol_was` the parts an
     amendment or a refactor changed, as they were. Code cannot be rebuilt from a fingerprint, so an amendment of the
     protocol keeps the verdicts it moved: `before` (under the earlier protocol) and `after`, each with the records it
@@ -152,7 +159,7 @@ class Entry(BaseModel):
 
     before: str = ""
     after: str = ""
-    outcomes: str = ""
+    outcomes_fingerprint: str = ""
 
     @model_validator(mode="after")
     def _amendments_say_why(self):
@@ -162,10 +169,10 @@ class Entry(BaseModel):
             )
         if self.event in ("recorded", "frozen") and (self.was or self.protocol_was or not self.protocol):
             raise ValueError(f"a `{self.event}` entry writes down the protocol (`protocol`) and changes nothing")
-        if self.event == "refactor" and (self.was or not (self.reason and self.protocol and self.outcomes)):
+        if self.event == "refactor" and (self.was or not (self.reason and self.protocol and self.outcomes_fingerprint)):
             raise ValueError(
                 "a refactor changes no design field (`was`) and gives a reason, the protocol after it (`protocol`) and "
-                "the digest of the outcomes it left identical (`outcomes`)"
+                "the digest of the outcomes it left identical (`outcomes_fingerprint`)"
             )
         unknown = set(self.was) - set(DESIGN_FIELDS)
         if unknown:

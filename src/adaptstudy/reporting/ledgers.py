@@ -136,7 +136,7 @@ def amend(
             protocol_was=protocol_was,
             before=before_after[0],
             after=before_after[1],
-            outcomes=hashlib.sha256(lines[1].encode()).hexdigest()[:16] if refactor else "",
+            outcomes_fingerprint=hashlib.sha256(lines[1].encode()).hexdigest()[:16] if refactor else "",
         )
         current.claims[name] = claim.model_copy(update={"ledger": [*claim.ledger, entry]})
         amended.append(name)
