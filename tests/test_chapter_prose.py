@@ -75,3 +75,48 @@ def test_every_undated_figure_with_an_interval_is_one_a_verdict_gives(path, ever
     mine = [v for v in verdicts if v.claim.chapter in names]
     stray = stray_figures(path, mine, [cell for name in names for cell in described.get(name, [])])
     assert not stray, f"{path.name}: figures no verdict gives: {stray}"
+
+
+def test_a_verdict_word_is_read_once_and_only_as_a_verdict():
+    from adaptstudy.reporting.prose_verdicts import written
+
+    assert written("**Low resource: does not hold.** <!-- claims: holds -->") == {"does not hold"}
+    assert written("glibc holds on to the memory") == set()
+    assert written("*inconclusive* here, and it holds there; not testable before") == {
+        "inconclusive",
+        "holds",
+        "not testable",
+    }
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_verdict_word_the_prose_writes_is_one_its_claims_give(path, every_verdict):
+    """A rerun that moves a verdict fails here until the sentence that writes it follows."""
+    from adaptstudy.reporting.claims import CLAIMS
+    from adaptstudy.reporting.prose_verdicts import problems
+
+    verdicts, _ = every_verdict
+    bad = problems(path, verdicts, CLAIMS.names())
+    assert not bad, f"{path.name}: " + "\n".join(bad)
+
+
+def test_the_verdict_check_catches_a_wrong_word_an_untagged_one_and_an_unknown_claim(tmp_path, every_verdict):
+    import nbformat
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    from adaptstudy.reporting.claims import CLAIMS
+    from adaptstudy.reporting.prose_verdicts import given, problems
+
+    verdicts, _ = every_verdict
+    key = next(k for k, words in sorted(given(verdicts).items()) if "holds" not in words)
+    text = (
+        f"- **{key}: holds.** <!-- claims: {key} -->\n"
+        "- **Something: inconclusive.**\n"
+        "- **Another: holds.** <!-- claims: houlsby.no-such-claim -->\n"
+        "- **The rules: holds, does not hold.** <!-- claims: none -->"
+    )
+    path = tmp_path / "06_planted.ipynb"
+    nbformat.write(new_notebook(cells=[new_markdown_cell(text)]), path)
+    bad = problems(path, verdicts, CLAIMS.names())
+    assert len(bad) == 3, bad
+    assert "the verdicts of" in bad[0] and "names no claim" in bad[1] and "not declared claims" in bad[2]

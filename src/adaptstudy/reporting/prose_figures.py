@@ -41,20 +41,25 @@ def stated(text: str) -> list[tuple[str, tuple[float, float, float]]]:
     return [(m.group(0), _key(_value(m["effect"]), _value(m["low"]), _value(m["high"]))) for m in FIGURE.finditer(text)]
 
 
-def _judgements(j: Judgement) -> Iterable[Judgement]:
+def nested(j: Judgement) -> Iterable[Judgement]:
+    """A judgement and its units', all the way down."""
     yield j
     for _, unit in j.units:
-        yield from _judgements(unit)
+        yield from nested(unit)
+
+
+def under_every_design(v: Verdict) -> list[Verdict]:
+    """The verdict as judged now and under each design of its claim's ledger (prose may state an earlier one)."""
+    declared = v.claim.declared
+    return [v] + [v.under(declared.design_at(i)) for i in range(len(declared.ledger))]
 
 
 def given(verdicts: Iterable[Verdict]) -> set[tuple[float, float, float]]:
     """Every effect with its interval the verdicts give, under every design of each claim's ledger."""
     keys = set()
-    for v in verdicts:
-        ledger = v.claim.declared.ledger
-        for judged in [v] + [v.under(v.claim.declared.design_at(i)) for i in range(len(ledger))]:
-            for top in judged.judgements:
-                keys |= {_key(j.effect, j.low, j.high) for j in _judgements(top) if j.low == j.low}  # not NaN
+    for judged in (j for v in verdicts for j in under_every_design(v)):
+        for top in judged.judgements:
+            keys |= {_key(j.effect, j.low, j.high) for j in nested(top) if j.low == j.low}  # not NaN
     return keys
 
 
