@@ -17,12 +17,13 @@ def runs():
 
 
 def test_the_choices_say_which_fell_on_the_grid_edge_and_which_rates_predicted_one_class(runs):
-    chosen = hbt.chosen_rates(runs).set_index(["task", "label"])
-    assert chosen.loc[("mrpc", "houlsby-64"), "learning_rate"] == 1e-3  # inside its grid: no edge
-    assert chosen.loc[("cola", "houlsby-64"), "edge"] == "smallest"
+    chosen = hbt.chosen_rates(runs).set_index(["backbone", "task", "label"])
+    assert chosen.loc[("mpnet-base", "mrpc", "houlsby-64"), "learning_rate"] == 1e-3  # inside its grid: no edge
+    assert chosen.loc[("mpnet-base", "cola", "houlsby-64"), "edge"] == "smallest"
     note = hbt.choices_note(runs)
-    assert "the smallest rate tried won for houlsby-64 on COLA" in note
-    assert "houlsby-64 at 0.003 on COLA" in note and "houlsby-64 at 0.001 on COLA" in note  # Matthews 0 on selection
+    assert "the smallest rate tried won for houlsby-64 on COLA (mpnet-base)" in note
+    assert "houlsby-64 at 0.003 on COLA (mpnet-base)" in note  # Matthews 0 on the selection split
+    assert "houlsby-64 at 0.001 on COLA (mpnet-base)" in note
     assert "full at 5e-05" not in note  # the choices predicted both classes
 
 

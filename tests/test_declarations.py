@@ -264,13 +264,16 @@ def test_every_claim_of_closeness_declares_its_margin_with_a_reason():
     assert {"houlsby.parity", "houlsby.parity-64", "houlsby.size", "houlsby.init-stable"} <= set(closeness)
     assert {"fusion.pfeiffer-on-par-houlsby", "peft.embeddings-near-optimal"} <= set(closeness)
     assert {"houlsby_base.parity-64", "houlsby_base.ablation-one", "houlsby_base.ablation-all"} <= set(closeness)
-    assert len(closeness) == 17
+    assert {"houlsby_base.parity-64-glue", "houlsby_base.parity-64-l3"} <= set(closeness)
+    assert len(closeness) == 19
     assert all(len(d.margin_reason) > 40 for d in closeness.values())
     figures = {key: d.smallest_effect for key, d in closeness.items() if d.smallest_effect is not None}
     assert figures == {
         "houlsby.parity": 0.4,
         "houlsby.parity-64": 0.8,
         "houlsby_base.parity-64": 0.8,
+        "houlsby_base.parity-64-glue": 0.8,
+        "houlsby_base.parity-64-l3": 0.8,
         "houlsby_base.ablation-one": 2.0,
         "houlsby.size": 0.5,
         "houlsby.ablation-one": 2.0,

@@ -52,7 +52,7 @@ def _amend_with(tmp_path, before, after, now) -> dict:
 def test_a_pure_rename_of_a_fingerprinted_function_is_a_refactor_and_keeps_every_freeze(tmp_path, monkeypatch):
     chapter = CHAPTERS.get("houlsby_base")
     before, recorded = _judged(), protocol(chapter)
-    _planted(monkeypatch, base_claims.verdicts, ("def cells(", "def arm_of_cell("), ("cells(t,", "arm_of_cell(t,"))
+    _planted(monkeypatch, base_claims.parity_units, ("def cells(", "def arm_of_cell("), ("cells(t,", "arm_of_cell(t,"))
     now = protocol(chapter)
     moved = [part for part in now if now[part] != recorded[part]]
     assert moved == ["arms and units (the chapter's verdicts and labels)"]  # the rename is seen
@@ -117,7 +117,14 @@ def test_the_amend_command_judges_the_code_at_a_revision_and_now_alike_on_an_unc
         pytest.skip("src/ has uncommitted changes: the revision's code and the code now differ")
     now = {**protocol(CHAPTERS.get("houlsby_base")), "a part": "0" * 16}  # a moved part: the command judges
     shown, lines = _judged_around(DECLARATION, "HEAD", RESULTS / "houlsby_base", now)
-    assert set(lines) == {"parity-64", "ablation-one", "ablation-all", "ablation-lower"}
+    assert set(lines) == {
+        "parity-64",
+        "parity-64-glue",
+        "parity-64-l3",
+        "ablation-one",
+        "ablation-all",
+        "ablation-lower",
+    }
     assert all(before == after and before.startswith("exploratory: ") for before, after in lines.values())
     assert all(b == a and "on fresh seeds alone" in a for b, a in shown.values())
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=PROJECT_ROOT, capture_output=True, text=True).stdout

@@ -23,8 +23,8 @@ from pydantic import ValidationError
 
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import DECLARATIONS
-from adaptstudy.reporting.declarations import Chapter
-from adaptstudy.reporting.freeze import freeze
+from adaptstudy.reporting.declarations import Chapter, load_declaration
+from adaptstudy.reporting.freeze import freeze, frozen_at
 from adaptstudy.reporting.ledgers import amend
 from adaptstudy.reporting.protocol import protocol
 
@@ -36,21 +36,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results-dir", required=True, help="the chapter's records: how many existed is recorded")
     parser.add_argument("--against", default="HEAD", help="the git revision holding the file as it was")
     parser.add_argument(
-        "--freeze", action="store_true", help="freeze every claim for confirmation (its ledger must be up to date)"
+        "--freeze", action="store_true", help="freeze claims for confirmation (their ledgers must be up to date)"
+    )
+    parser.add_argument("--claims", help="with --freeze: the claims to freeze, comma-separated (default: every one)")
+    parser.add_argument(
+        "--refreeze",
+        action="store_true",
+        help="with --freeze: freeze claims frozen already (their runs since that freeze stop confirming them)",
     )
     args = parser.parse_args(argv)
     path = Path(args.path).resolve()
     try:
         records = len(list(Path(args.results_dir).glob("*.json")))
         if args.freeze:
-            names = freeze(path, args.reason, records, protocol_of(path))
+            chosen = [n.strip() for n in args.claims.split(",")] if args.claims else None
+            before = {n: frozen_at(c) for n, c in load_declaration(path).claims.items()}
+            names = freeze(path, args.reason, records, protocol_of(path), names=chosen, refreeze=args.refreeze)
             print(f"frozen: {', '.join(names)}")
+            for name in (n for n in names if before[n] is not None):
+                print(f"{name}: runs made since {before[name]:%Y-%m-%d %H:%M} no longer confirm it")
             return 0
         names = _declare_new(path, args.reason, records)  # so the chapter loads, for its protocol
         previous = _declared_in(_as_committed(path, args.against))
-        previous.claims |= {
-            n: c for n, c in _declared_in(path.read_text(encoding="utf-8")).claims.items() if n in names
-        }
+        since = _declared_in(path.read_text(encoding="utf-8")).claims  # declared after the revision: as they are
+        previous.claims |= {n: c for n, c in since.items() if n in names or n not in previous.claims}
         now = protocol_of(path)
         shown, lines = _judged_around(path, args.against, Path(args.results_dir), now)
         names += amend(path, previous, args.reason, records, protocol=now, verdicts=shown, outcomes=lines)

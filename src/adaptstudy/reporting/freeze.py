@@ -48,17 +48,32 @@ def freeze(
     records: int,
     protocol: dict[str, str],
     when: datetime | None = None,
+    names: list[str] | None = None,
+    refreeze: bool = False,
 ) -> list[str]:
-    """Append a `frozen` entry (the design's and the protocol's fingerprints now) to every claim of the declaration
-    at `path`; refused, naming the claim, where the ledger does not account for the design or the protocol (amend
-    first: correct, then freeze, then confirm). Rewrites the file, keeping its leading comment; returns the names."""
+    """Append a `frozen` entry (the design's and the protocol's fingerprints now) to the named claims of the
+    declaration at `path` (default: every one); refused, naming the claim, where the ledger does not account for the
+    design or the protocol (amend first: correct, then freeze, then confirm), and where a claim is frozen already,
+    unless `refreeze` (a second freeze moves its confirmatory runs to after now). Rewrites the file, keeping its
+    leading comment; returns the names."""
     path = Path(path)
     when = when or datetime.now(timezone.utc).replace(microsecond=0)
     chapter = load_declaration(path)
-    problems = [f"{name}: {why}" for name, c in chapter.claims.items() if (why := c.unamended(protocol))]
+    unknown = [n for n in names or [] if n not in chapter.claims]
+    if unknown:
+        raise ValueError(f"{path}: no claim named {', '.join(unknown)}; its claims: {', '.join(chapter.claims)}")
+    chosen = {n: c for n, c in chapter.claims.items() if names is None or n in names}
+    problems = [f"{name}: {why}" for name, c in chosen.items() if (why := c.unamended(protocol))]
     if problems:
         raise ValueError(f"{path}: not frozen, amend first: {' | '.join(problems)}")
-    for name, claim in list(chapter.claims.items()):
+    frozen = {n: t for n, c in chosen.items() if (t := frozen_at(c)) is not None}
+    if frozen and not refreeze:
+        listed = ", ".join(f"{n} (frozen {t:%Y-%m-%d %H:%M})" for n, t in frozen.items())
+        raise ValueError(
+            f"{path}: already frozen: {listed}; a second freeze moves their confirmatory runs to after now. Name the "
+            "claims to freeze, or ask for it explicitly (--refreeze)"
+        )
+    for name, claim in chosen.items():
         entry = Entry(
             event="frozen",
             date=when,
@@ -70,4 +85,4 @@ def freeze(
         chapter.claims[name] = claim.model_copy(update={"ledger": [*claim.ledger, entry]})
     header = "".join(line for line in path.read_text(encoding="utf-8").splitlines(True) if line.startswith("#"))
     path.write_text(header + dump_declaration(chapter), encoding="utf-8")
-    return list(chapter.claims)
+    return list(chosen)

@@ -1,5 +1,5 @@
-"""The base-size runs labelled and their choices, and the scale axis: the same claim on `minilm-l6` and on
-`mpnet-base`, side by side."""
+"""The runs on other backbones than the chapter's (`mpnet-base` at base size, `minilm-l3` at 3 layers) labelled and
+their choices, and the scale axis: the same claim at each backbone size, side by side."""
 
 from __future__ import annotations
 
@@ -10,16 +10,15 @@ import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.claims import Verdict
-from adaptstudy.reporting.common import SELECTION_SEED, config_column
+from adaptstudy.reporting.common import SELECTION_SEED, config_column, reported
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates, grid_edge_note
 
 ARMS = ("houlsby-64", "full")
-KEYS = ["task", "label"]
-REPORTED_SEEDS = (1, 2, 3)  # per arm, at its chosen rate (params/cpu/houlsby_base_report.yaml, generated)
+KEYS = ["backbone", "task", "label"]  # a rate is chosen per backbone, task and arm
 
 
 def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """`label`: full, or houlsby-<size>; the backbone rides along (every run here is on `mpnet-base`)."""
+    """`label`: full, or houlsby-<size>; the backbone is a column of its own."""
     if runs.empty:
         return runs.assign(label=pd.Series(dtype=str))
     size = config_column(runs, "adapter_size")
@@ -28,8 +27,14 @@ def label_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def chosen_rates(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per task and arm, the rate the selection seed's run chose on the selection split."""
+    """Per backbone, task and arm, the rate the selection seed's run chose on the selection split."""
     return choose_learning_rates(runs[runs["seed"] == SELECTION_SEED], KEYS)
+
+
+def at_chosen_rates(runs: pd.DataFrame, backbone: str) -> pd.DataFrame:
+    """One backbone's reported runs (every seed but the choosing one) at the rates its selection seed chose."""
+    mine = runs[runs["backbone"] == backbone]
+    return reported(at_learning_rates(mine, chosen_rates(mine), KEYS))
 
 
 def choices_note(runs: pd.DataFrame) -> str:
@@ -39,13 +44,13 @@ def choices_note(runs: pd.DataFrame) -> str:
         (runs["seed"] == SELECTION_SEED) & runs["record"].map(lambda r: bool(r.get("constant_predictions")))
     ]
     collapsed = ", ".join(
-        f"{row.label} at {row.rate:g} on {row.task.upper()}"
+        f"{row.label} at {row.rate:g} on {row.task.upper()} ({row.backbone})"
         for row in constant.assign(rate=config_column(constant, "learning_rate")).itertuples()
     )
     return " ".join(
         part
         for part in (
-            grid_edge_note(chosen_rates(runs), lambda row: f"{row.label} on {row.task.upper()}"),
+            grid_edge_note(chosen_rates(runs), lambda row: f"{row.label} on {row.task.upper()} ({row.backbone})"),
             f"These selection runs predicted a single class on the dev set: {collapsed}." if collapsed else "",
         )
         if part
@@ -91,13 +96,13 @@ def planned_from(benchmarks: Path = PROJECT_ROOT / "benchmarks" / "results") -> 
     return f"Planned from the step times measured on the machine the runs started on ({machine}): {'; '.join(parts)}."
 
 
-def ablation_records(runs: pd.DataFrame) -> dict[str, list[dict]]:
+def ablation_records(runs: pd.DataFrame, backbone: str = "mpnet-base") -> dict[str, list[dict]]:
     """Per task, the records of the reported size-64 runs at their chosen rate that evaluated the layer ablation
     (what the page plots; the verdicts take the same runs)."""
     if runs.empty:
         return {}
-    chosen = at_learning_rates(runs, chosen_rates(runs), KEYS)
-    adapters = chosen[chosen["seed"].isin(REPORTED_SEEDS) & (chosen["label"] == "houlsby-64")]
+    chosen = at_chosen_rates(runs, backbone)
+    adapters = chosen[chosen["label"] == "houlsby-64"]
     by_task = {
         task: [r for r in group["record"] if r.get("layer_ablation")] for task, group in adapters.groupby("task")
     }
