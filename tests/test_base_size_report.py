@@ -33,3 +33,23 @@ def test_the_base_size_table_sets_mrpc_beside_the_course_and_the_paper(runs):
     assert row["ours: full"].startswith("90.6 ± 0.2") and row["ours: houlsby-64"].startswith("90.2 ± 0.8")
     assert row["course (BERT-base, dev accuracy): adapters − full"] == "+0.73"  # 85.78 − 85.05, sources/003
     assert row["paper (BERT-large, GLUE test): size 64 − full"] == "+0.3 (f1)"  # Table 1: 89.6 − 89.3
+
+
+def test_the_report_grid_adds_fresh_seeds_where_seeds_1_to_3_predate_the_five_task_claims_freeze(runs):
+    from adaptstudy.planning import houlsby_base as plan
+
+    assert plan.finished_cells(set(runs["run_id"])) == [("mpnet-base", "mrpc"), ("mpnet-base", "cola")]
+    grid = plan.report_grid(runs, [("mpnet-base", "mrpc")])
+    (axis,) = grid["axes"]
+    assert (axis["backbone"], axis["task"], axis["seed"]) == (["mpnet-base"], ["mrpc"], [1, 2, 3, 4, 5, 6])
+    assert axis["method"]["houlsby"] == {"adapter_size": [64], "learning_rate": [1e-3], "layer_ablation": [True]}
+    assert "backbone" not in grid["fixed"] and "max_train_examples" not in axis
+
+
+def test_each_parity_claim_is_judged_on_its_own_backbone_and_the_five_task_ones_wait_for_their_runs(runs):
+    verdicts = {v.claim.key.split(".")[1]: v for v in hb.verdicts(runs)}
+    assert verdicts["parity-64"].used_units() == ["cola", "mrpc"]
+    for name in ("parity-64-glue", "parity-64-l3"):
+        assert verdicts[name].verdict == "not testable"
+    assert "rte, sst2, stsb" in verdicts["parity-64-glue"].reasons()  # MRPC and CoLA have runs; the rest not yet
+    assert "cola, mrpc, rte, sst2, stsb" in verdicts["parity-64-l3"].reasons()  # no minilm-l3 run yet

@@ -45,6 +45,40 @@ def test_freezing_adds_an_entry_to_every_claim_and_refuses_a_ledger_that_does_no
         freeze(copy, "too early", 289, protocol)
 
 
+def test_a_frozen_claim_is_frozen_again_only_when_asked_and_named_claims_alone_are_frozen(tmp_path):
+    """A second freeze moves a claim's confirmatory runs to after it: refused, naming the claims, unless asked;
+    `names` freezes those claims only, and a name the file does not declare is refused with the valid ones."""
+    base = PROJECT_ROOT / "src" / "adaptstudy" / "reporting" / "houlsby_base" / "claims.yaml"
+    copy = tmp_path / "claims.yaml"
+    shutil.copy(base, copy)
+    protocol, when = _protocol(base), datetime(2030, 1, 1, tzinfo=timezone.utc)
+    with pytest.raises(ValueError, match=r"already frozen: parity-64 \(frozen 2026-12-05 15:18\)"):
+        freeze(copy, "again", 24, protocol, when=when)
+    assert load_declaration(copy) == load_declaration(base)  # nothing written
+    with pytest.raises(ValueError, match="no claim named parity-65; its claims: parity-64, "):
+        freeze(copy, "a typo", 24, protocol, when=when, names=["parity-65"])
+    assert freeze(copy, "again, asked", 24, protocol, when=when, names=["parity-64"], refreeze=True) == ["parity-64"]
+    claims = load_declaration(copy).claims
+    assert frozen_at(claims["parity-64"]) == when
+    assert frozen_at(claims["ablation-one"]) == frozen_at(load_declaration(base).claims["ablation-one"])
+
+
+def test_the_claims_over_five_tasks_were_declared_and_frozen_before_any_of_their_runs():
+    from adaptstudy.reporting.common import load_runs
+    from adaptstudy.reporting.houlsby_base.claims import BACKBONE_OF
+    from adaptstudy.runs.records import made_at
+
+    claims = load_declaration(PROJECT_ROOT / "src" / "adaptstudy" / "reporting" / "houlsby_base" / "claims.yaml")
+    runs = load_runs(PROJECT_ROOT / "results" / "houlsby_base")
+    for name in ("parity-64-glue", "parity-64-l3"):
+        claim = claims.claims[name]
+        assert [e.event for e in claim.ledger[:3]] == ["declared", "recorded", "frozen"], name
+        mine = runs[runs["backbone"] == BACKBONE_OF[name]]
+        new_cells = mine[~mine["task"].isin(["mrpc", "cola"]) | (mine["backbone"] != "mpnet-base")]
+        made = pd.to_datetime(made_at(new_cells), utc=True, format="ISO8601")
+        assert (made > pd.Timestamp(frozen_at(claim))).all(), f"{name}: a run of its new cells predates its freeze"
+
+
 def test_an_amendment_after_the_freeze_moves_confirmation_to_after_it_and_a_claim_never_frozen_has_none():
     claim = load_declaration(HOULSBY).claims["parity"]
     bare = claim.model_copy(update={"ledger": [e for e in claim.ledger if e.event != "frozen"]})
