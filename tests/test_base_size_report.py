@@ -53,3 +53,24 @@ def test_each_parity_claim_is_judged_on_its_own_backbone_and_the_five_task_ones_
         assert verdicts[name].verdict == "not testable"
     assert "rte, sst2, stsb" in verdicts["parity-64-glue"].reasons()  # MRPC and CoLA have runs; the rest not yet
     assert "cola, mrpc, rte, sst2, stsb" in verdicts["parity-64-l3"].reasons()  # no minilm-l3 run yet
+
+
+def test_the_scale_axis_takes_the_chapters_small_runs_made_as_the_others_and_marks_the_published_gaps(runs):
+    from adaptstudy.reporting.houlsby_base.scale import MEAN, as_other_backbones, scale_points, scale_table
+
+    small = load_runs(RECORDS.parent / "houlsby")
+    alike = as_other_backbones(small)
+    assert set(alike["label"]) == {"full", "houlsby-64"}
+    assert (alike["record"].map(lambda r: r["config"]["num_train_epochs"]) == 3).all()  # no 20-epoch adapters
+    points = scale_points(runs, small).set_index(["source", "backbone", "task"]).sort_index()
+    ours_small = points.loc[("ours", "minilm-l6")]
+    assert ours_small.loc["rte", "note"] == "set aside on selection-stage evidence"  # as the claim's regime does
+    assert ours_small.loc[MEAN, "note"] == "over cola, mrpc, sst2, stsb"
+    assert ours_small.loc[MEAN, "interval"] == "-1.5 [-2.6, -0.3]"
+    assert round(points.loc[("ours", "mpnet-base", "mrpc"), "params (M)"]) == 109
+    paper = points.loc[("paper (BERT-large, GLUE test)", "BERT-large")]
+    assert round(paper.loc[MEAN, "effect"], 2) == -1.12  # Table 1, size 64 − full over our five tasks
+    assert round(points.loc[("course (BERT-base, dev accuracy)", "BERT-base", "cola"), "effect"], 2) == -0.96
+    table = scale_table(scale_points(runs, small))
+    assert list(table["task"]) == ["cola", "mrpc", "rte", "sst2", "stsb", MEAN]
+    assert "minilm-l6 (23M)" in table.columns and "mpnet-base (109M)" in table.columns

@@ -1,5 +1,5 @@
-"""The runs on other backbones than the chapter's (`mpnet-base` at base size, `minilm-l3` at 3 layers) labelled and
-their choices, and the scale axis: the same claim at each backbone size, side by side."""
+"""The runs on other backbones than the chapter's (`mpnet-base` at base size, `minilm-l3` at 3 layers) labelled, their
+choices, the step times they were planned from and the layer ablation's records."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.claims import Verdict
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, reported
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates, grid_edge_note
 
@@ -55,22 +54,6 @@ def choices_note(runs: pd.DataFrame) -> str:
         )
         if part
     )
-
-
-def scale_axis(small: Verdict, base: Verdict) -> pd.DataFrame:
-    """The same claim at `minilm-l6` and at `mpnet-base`: per task both backbones ran, adapters − full with its 95%
-    interval, then each verdict over its own tasks (named, since the two need not be the same)."""
-    per_task = {
-        backbone: dict(verdict.judgements[0].units) if verdict.judgements else {}
-        for backbone, verdict in (("minilm-l6", small), ("mpnet-base", base))
-    }
-    tasks = sorted(set(per_task["minilm-l6"]) & set(per_task["mpnet-base"]))
-    rows = [{"": task, **{b: units[task].interval() for b, units in per_task.items()}} for task in tasks]
-    overall = {
-        b: f"{v.verdict}, {v.judgements[0].interval()} over {', '.join(v.used_units())}" if v.judgements else v.verdict
-        for b, v in (("minilm-l6", small), ("mpnet-base", base))
-    }
-    return pd.DataFrame([*rows, {"": "verdict", **overall}])
 
 
 def planned_from(benchmarks: Path = PROJECT_ROOT / "benchmarks" / "results") -> str:
