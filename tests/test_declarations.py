@@ -2,6 +2,8 @@
 amendment fails here), the ledger rebuilds each earlier design, and the amendments an audit named show both
 verdicts."""
 
+import re
+
 import pytest
 import yaml
 
@@ -129,6 +131,46 @@ def test_the_amend_command_records_an_edit_as_an_amendment(tmp_path):
     last = parity.ledger[-1]
     assert (last.event, last.records, last.was) == ("amended", 7, {"rule": {"kind": "above", "threshold": -1.0}})
     assert path.read_text().startswith("# The houlsby chapter's claims")
+
+
+def test_the_amend_command_run_twice_before_a_commit_writes_its_entry_once(tmp_path):
+    source = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml"
+    path = tmp_path / "claims.yaml"
+    path.write_text(source.read_text().replace("threshold: -1.0", "threshold: -2.0", 1))
+    assert amend(path, load_declaration(source), "a test: a wider margin", records=7) == ["parity"]
+    written = path.read_text()
+    assert amend(path, load_declaration(source), "a test: run again", records=7) == []
+    assert path.read_text() == written
+
+
+def test_the_amend_command_refuses_bad_input_with_one_line_before_writing(tmp_path, capsys):
+    """A missing declaration, an empty reason, a mistyped results folder and a ledger entry dated in the future
+    each stop the command with one error naming the value, and the file is left as it was."""
+    from adaptstudy.reporting.amend import main
+
+    source = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml"
+    path = tmp_path / "claims.yaml"
+    path.write_text(source.read_text())
+    results = str(PROJECT_ROOT / "results" / "houlsby")
+    cases = {
+        "no such declaration file": [str(tmp_path / "nope.yaml"), "--reason", "r", "--results-dir", results],
+        "--reason is empty": [str(path), "--reason", "  ", "--results-dir", results, "--freeze"],
+        "--results-dir .*resluts/houlsby: no such folder": [
+            str(path),
+            "--reason",
+            "r",
+            "--results-dir",
+            "resluts/houlsby",
+        ],
+    }
+    for message, argv in cases.items():
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert re.search(message, err) and len(err.strip().splitlines()) == 1, err
+    future = source.read_text().replace("date: '2026-11-25", "date: '2099-11-25", 1)
+    path.write_text(future)
+    assert main([str(path), "--reason", "r", "--results-dir", results, "--freeze"]) == 2
+    assert "dated in the future" in capsys.readouterr().err and path.read_text() == future
 
 
 def test_the_amend_command_declares_a_claim_written_without_a_ledger(tmp_path):

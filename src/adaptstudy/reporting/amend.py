@@ -16,8 +16,10 @@ import os
 import subprocess
 import sys
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 
+import pandas as pd
 import yaml
 from pydantic import ValidationError
 
@@ -27,6 +29,7 @@ from adaptstudy.reporting.declarations import Chapter, load_declaration
 from adaptstudy.reporting.freeze import freeze, frozen_at
 from adaptstudy.reporting.ledgers import amend
 from adaptstudy.reporting.protocol import protocol
+from adaptstudy.runs.records import made_at, read_records
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,14 +50,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path = Path(args.path).resolve()
     try:
-        records = len(list(Path(args.results_dir).glob("*.json")))
+        results = _checked(path, args.reason, Path(args.results_dir))
+        records = len(list(results.glob("*.json")))
         if args.freeze:
             chosen = [n.strip() for n in args.claims.split(",")] if args.claims else None
             before = {n: frozen_at(c) for n, c in load_declaration(path).claims.items()}
             names = freeze(path, args.reason, records, protocol_of(path), names=chosen, refreeze=args.refreeze)
             print(f"frozen: {', '.join(names)}")
             for name in (n for n in names if before[n] is not None):
-                print(f"{name}: runs made since {before[name]:%Y-%m-%d %H:%M} no longer confirm it")
+                print(
+                    f"{name}: {_leaving(results, before[name])} made since its freeze of {before[name]:%Y-%m-%d %H:%M}"
+                )
             return 0
         names = _declare_new(path, args.reason, records)  # so the chapter loads, for its protocol
         previous = _declared_in(_as_committed(path, args.against))
@@ -69,6 +75,41 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"amended, recorded or declared: {', '.join(names) or 'nothing changed'}")
     return 0
+
+
+def _checked(path: Path, reason: str, results: Path) -> Path:
+    """The command's input, refused before anything is written: a declaration file that exists and whose ledger
+    entries are not dated in the future, a reason, and a results folder that exists."""
+    if not path.is_file():
+        raise ValueError(f"{path}: no such declaration file; the chapters' are {_listed(DECLARATIONS.values())}")
+    if not reason.strip():
+        raise ValueError("--reason is empty: the ledger keeps why the claims changed, so say why")
+    if not results.is_dir():
+        folders = sorted(p for p in (Path.cwd() / "results").glob("*") if p.is_dir())
+        raise ValueError(f"--results-dir {results}: no such folder; the records' folders: {_listed(folders)}")
+    now = datetime.now(timezone.utc)
+    future = [
+        f"{name} ({entry.event} {entry.date:%Y-%m-%d %H:%M})"
+        for name, claim in load_declaration(path).claims.items()
+        for entry in claim.ledger
+        if entry.date > now
+    ]
+    if future:
+        raise ValueError(f"{path}: ledger entries dated in the future: {', '.join(future)}; a ledger records when")
+    return results
+
+
+def _listed(paths) -> str:
+    return ", ".join(str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p) for p in paths)
+
+
+def _leaving(results: Path, since: datetime) -> int:
+    """How many of the folder's records a second freeze takes out of the confirmatory column: those made after
+    `since`."""
+    records = pd.DataFrame({"record": list(read_records(results))})
+    if records.empty:
+        return 0
+    return int((pd.to_datetime(made_at(records), utc=True, format="ISO8601") >= pd.Timestamp(since)).sum())
 
 
 def _judged_around(

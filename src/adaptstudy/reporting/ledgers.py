@@ -115,6 +115,8 @@ def amend(
             continue
         old, new = before.design.model_dump(), claim.design.model_dump()
         was = {f: old[f] for f in DESIGN_FIELDS if old[f] != new[f]}
+        if was and len(claim.ledger) > len(before.ledger) and claim.ledger[-1].fingerprint == claim.fingerprint():
+            was = {}  # written down since `previous` (the command run twice before a commit): not a second change
         recorded = claim.recorded_protocol
         changed = sorted(k for k in {*(protocol or {}), *recorded} if (protocol or {}).get(k) != recorded.get(k))
         protocol_was = {k: recorded.get(k, "") for k in changed} if protocol and recorded else {}
