@@ -32,7 +32,7 @@ def test_freezing_adds_an_entry_to_every_claim_and_refuses_a_ledger_that_does_no
     shutil.copy(HOULSBY, copy)
     protocol = _protocol(HOULSBY)
     when = datetime(2030, 1, 1, tzinfo=timezone.utc)
-    names = freeze(copy, "designs fixed for confirmation", 289, protocol, when=when)
+    names = freeze(copy, "designs fixed for confirmation", 289, protocol, when=when, refreeze=True)
     frozen = load_declaration(copy)
     assert sorted(names) == sorted(frozen.claims) and len(names) == 11
     for claim in frozen.claims.values():
@@ -42,7 +42,7 @@ def test_freezing_adds_an_entry_to_every_claim_and_refuses_a_ledger_that_does_no
     raw["claims"]["parity"]["rule"]["threshold"] = -2.0  # an edit the ledger does not account for
     copy.write_text(yaml.safe_dump(raw))
     with pytest.raises(ValueError, match="not frozen, amend first: parity: the design has fingerprint"):
-        freeze(copy, "too early", 289, protocol)
+        freeze(copy, "too early", 289, protocol, refreeze=True)
 
 
 def test_a_frozen_claim_is_frozen_again_only_when_asked_and_named_claims_alone_are_frozen(tmp_path):
