@@ -1,6 +1,8 @@
 """A user's own claims on their own records: a declaration file and the README's command give the chapters' verdict
 table for a custom task built in a temporary folder, without code; a bad declaration is one clear error."""
 
+import re
+
 import numpy as np
 import pytest
 import yaml
@@ -262,3 +264,47 @@ def test_a_claim_of_closeness_without_the_reason_for_its_margin_stops_naming_it(
     (tmp_path / "claims.yaml").write_text(text)
     with pytest.raises(ValueError, match="is a claim of closeness \\(rule above -1\\): give `margin_reason`"):
         user_claims.load_user_declaration(tmp_path / "claims.yaml")
+
+
+def test_a_missing_declaration_and_a_csv_into_a_missing_folder_are_one_line_each(user_records, tmp_path, capsys):
+    path, results = user_records
+    assert user_claims.main([str(tmp_path / "nope.yaml"), "--results-dir", str(results)]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'nope.yaml'}: no such file"
+    csv = tmp_path / "missing" / "table.csv"
+    assert user_claims.main([str(path), "--results-dir", str(results), "--csv", str(csv)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: --csv {csv}: its folder") and len(err.splitlines()) == 1
+
+
+def test_a_hand_written_freeze_must_freeze_the_declared_design_after_its_declaration(user_records, capsys):
+    """`--freeze` writes each claim's ledger as the chapters' and makes later runs confirmatory; a `frozen` entry
+    with a made-up fingerprint, dated before the claim's declaration, or of another protocol (another arm) would
+    make runs confirmatory that are not: refused, naming what is wrong."""
+    path, results = user_records
+    assert user_claims.main([str(path), "--freeze", "--results-dir", str(results)]) == 0
+    frozen = yaml.safe_load(path.read_text())
+    ledger = frozen["claims"]["lora-beats-bitfit"]["ledger"]
+    assert [e["event"] for e in ledger] == ["declared", "frozen"]
+    assert user_claims.main([str(path), "--freeze", "--results-dir", str(results)]) == 2
+    assert "already frozen: lora-beats-bitfit" in capsys.readouterr().err
+    table = user_claims.user_table(user_claims.load_user_declaration(path), user_claims.load_runs(results))
+    assert table.loc[0, "status"].startswith("exploratory: 6 of 6 runs predate its freeze")
+
+    def edited(change) -> str:
+        copy = yaml.safe_load(path.read_text())
+        change(copy, copy["claims"]["lora-beats-bitfit"]["ledger"])
+        return yaml.safe_dump(copy, allow_unicode=True, sort_keys=False)
+
+    cases = {
+        "has fingerprint 'x', not that of the design it freezes": lambda d, led: led[1].update(fingerprint="x"),
+        "its frozen entry is dated 2020-01-01 00:00, outside its declaration": lambda d, led: led[1].update(
+            date="2020-01-01T00:00:00Z"
+        ),
+        "a ledger opens with its `declared` entry, not `frozen`": lambda d, led: led.pop(0),
+        "its frozen entry is of another protocol than this one": lambda d, led: d["arms"]["lora"].update(seed=1),
+    }
+    for message, change in cases.items():
+        path.write_text(edited(change))
+        with pytest.raises(ValueError, match=re.escape(message)):
+            user_claims.load_user_declaration(path)
+        path.write_text(yaml.safe_dump(frozen, allow_unicode=True, sort_keys=False))

@@ -62,8 +62,14 @@ def main(argv: list[str] | None = None) -> int:
                     f"{name}: {_leaving(results, before[name])} made since its freeze of {before[name]:%Y-%m-%d %H:%M}"
                 )
             return 0
-        names = _declare_new(path, args.reason, records)  # so the chapter loads, for its protocol
         previous = _declared_in(_as_committed(path, args.against))
+        gone = sorted(set(previous.claims) - set(_declared_in(path.read_text(encoding="utf-8")).claims))
+        if gone:
+            raise ValueError(
+                f"{path}: {', '.join(gone)} declared at {args.against} but gone now (renamed or deleted): a declared "
+                "claim keeps its name and ledger; restore it, and declare a new claim beside it if its name must change"
+            )
+        names = _declare_new(path, args.reason, records)  # so the chapter loads, for its protocol
         since = _declared_in(path.read_text(encoding="utf-8")).claims  # declared after the revision: as they are
         previous.claims |= {n: c for n, c in since.items() if n in names or n not in previous.claims}
         now = protocol_of(path)
@@ -174,9 +180,10 @@ def _declared_in(text: str | None) -> Chapter:
 
 def _as_committed(path: Path, revision: str) -> str | None:
     """The file's text at a git revision; None where the revision does not hold it (a new chapter's file)."""
-    top = subprocess.run(
-        ["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    found = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path.parent, capture_output=True, text=True)
+    if found.returncode:
+        raise ValueError(f"{path} is in no git repository: the command reads the file as it was at a revision")
+    top = found.stdout.strip()
     relative = path.relative_to(top).as_posix()
     listed = subprocess.run(
         ["git", "ls-tree", "--name-only", revision, relative], cwd=top, capture_output=True, text=True, check=True

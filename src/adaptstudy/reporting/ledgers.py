@@ -45,11 +45,11 @@ def _written(claim: dict) -> dict:
         kept[key] = value
         if key == "rule" and reason:
             kept["margin_reason"] = reason
-    kept["ledger"] = [_entry_written(e) for e in kept["ledger"]]
+    kept["ledger"] = [entry_written(e) for e in kept["ledger"]]
     return kept
 
 
-def _entry_written(entry: dict) -> dict:
+def entry_written(entry: dict) -> dict:
     """A ledger entry as its file keeps it: added fields left out where empty, each protocol part named beside its
     fingerprint (an earlier part's as its fingerprint, or as words where none was recorded)."""
     kept = {k: v for k, v in entry.items() if v or k not in ENTRY_ADDED}
