@@ -173,6 +173,33 @@ def test_the_amend_command_refuses_bad_input_with_one_line_before_writing(tmp_pa
     assert "dated in the future" in capsys.readouterr().err and path.read_text() == future
 
 
+def test_the_amend_command_refuses_a_declared_claim_renamed_and_a_file_outside_git(tmp_path, capsys):
+    import subprocess
+
+    from adaptstudy.reporting.amend import main
+
+    source = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml"
+    path = tmp_path / "claims.yaml"
+    path.write_text(source.read_text())
+    results = str(PROJECT_ROOT / "results" / "houlsby")
+    assert main([str(path), "--reason", "r", "--results-dir", results]) == 2
+    assert "is in no git repository" in capsys.readouterr().err
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "claims.yaml"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "declared"], cwd=tmp_path, check=True)
+    renamed = (
+        source.read_text()
+        .replace("\n  parity-64:\n", "\n  parity-sixty-four:\n")
+        .replace("  - parity-64\n", "  - parity-sixty-four\n")
+    )
+    path.write_text(renamed)
+    assert main([str(path), "--reason", "a rename", "--results-dir", results]) == 2
+    err = capsys.readouterr().err
+    assert "parity-64 declared at HEAD but gone now (renamed or deleted)" in err and len(err.strip().splitlines()) == 1
+    assert path.read_text() == renamed
+
+
 def test_the_amend_command_declares_a_claim_written_without_a_ledger(tmp_path):
     """A new claim (no ledger) gets the entry that declares it, dated and fingerprinted; a declared claim whose
     ledger was deleted is refused, naming it."""
