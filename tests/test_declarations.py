@@ -382,3 +382,43 @@ def _as_the_ledger_wrote_it(part: str) -> str:
     from adaptstudy.reporting.claims import CLAIMS
 
     return CLAIMS.get("houlsby.parity").declared.recorded_protocol[part]
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            lambda t: t.replace("\nfindings:\n", "\n  parity:\n    sentence: twice\nfindings:\n", 1),
+            "'parity' appears twice",
+        ),
+        (
+            lambda t: t.replace("    - houlsby-64\n    - full\n", "    - full\n    - full\n", 1),
+            "arms name 'full' twice",
+        ),
+        (lambda t: t.replace("threshold: -1.0", "threshold: -1.0e+12", 1), "rule above -1e\\+12: a metric's effect"),
+        (lambda t: t.replace("threshold: -1.0", "threshold: .nan", 1), "rule above nan: the threshold is not a finite"),
+    ],
+    ids=["a claim named twice", "an arm named twice", "an absurd threshold", "no number"],
+)
+def test_a_declaration_that_would_judge_wrongly_is_one_error_naming_the_file_and_the_value(tmp_path, edit, message):
+    source = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml"
+    path = tmp_path / "claims.yaml"
+    edited = edit(source.read_text())
+    assert edited != source.read_text()
+    path.write_text(edited)
+    with pytest.raises(ValueError, match=message) as error:
+        load_declaration(path)
+    assert str(error.value).startswith(f"{path}: not a valid claim declaration")
+
+
+def test_a_margin_of_zero_or_less_is_refused_and_a_direction_at_zero_is_not():
+    from adaptstudy.reporting.declarations import Design
+
+    design = {"sentence": "s", "where": "w", "published": "–", "effect": "a − b", "arms": ["a", "b"], "units": ["cola"]}
+    with pytest.raises(ValueError, match="rule within -5: a margin is a positive number of points, not -5"):
+        Design(**design, rule={"kind": "within", "threshold": -5})
+    with pytest.raises(ValueError, match="rule within 0"):
+        Design(**design, rule={"kind": "within", "threshold": 0})
+    assert Design(**design, rule={"kind": "outside", "threshold": 0}).rule.threshold == 0  # "depends on": two-sided
+    assert Design(**design, rule={"kind": "above", "threshold": 0}).rule.kind == "above"
+    assert Design(**design, quantity="measured", rule={"kind": "above", "threshold": 500}).rule.threshold == 500

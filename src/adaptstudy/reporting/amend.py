@@ -20,9 +20,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
-import yaml
 from pydantic import ValidationError
 
+from adaptstudy.common import strict_yaml
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import DECLARATIONS
 from adaptstudy.reporting.declarations import Chapter, load_declaration
@@ -164,7 +164,7 @@ def _git(cwd: Path, *args: str) -> str:
 
 def _declare_new(path: Path, reason: str, records: int) -> list[str]:
     """Declare the claims written without a ledger (the others as they are): the names declared."""
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = strict_yaml.load(path.read_text(encoding="utf-8"))
     if all("ledger" in claim for claim in raw["claims"].values()):
         return []
     return amend(path, _declared_in(path.read_text(encoding="utf-8")), reason, records)
@@ -173,7 +173,7 @@ def _declare_new(path: Path, reason: str, records: int) -> list[str]:
 def _declared_in(text: str | None) -> Chapter:
     """A declaration file's text as it was, with only the claims it had declared (those with a ledger); an empty
     chapter for a file that did not exist."""
-    raw = yaml.safe_load(text) if text else {"paper": "", "claims": {}}
+    raw = strict_yaml.load(text) if text else {"paper": "", "claims": {}}
     claims = {n: c for n, c in raw["claims"].items() if "ledger" in c}
     return Chapter.model_validate({**raw, "claims": claims, "findings": []}, context={"as_it_was": True})
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from adaptstudy.common import strict_yaml
 from adaptstudy.reporting.budgets import Budget
 from adaptstudy.reporting.evidence import Rule
 
@@ -99,6 +101,25 @@ class Design(BaseModel):
     smallest_effect: float | None = None
     collapse: Literal["count", "include", "block", "drop"] = "count"
     requires: str | None = None
+
+    @model_validator(mode="after")
+    def _a_rule_that_can_decide_over_named_arms_and_units(self):
+        """A threshold a verdict can turn on, and each arm, unit and comparison named once: a threshold that is no
+        number, a margin of zero or less, or a metric's threshold beyond ±100 points would decide nothing (or
+        everything), and a name written twice would be judged twice."""
+        kind, t = self.rule.kind, self.rule.threshold
+        if not math.isfinite(t):
+            raise ValueError(f"rule {kind} {t}: the threshold is not a finite number")
+        if (kind == "within" and t <= 0) or (kind == "outside" and t < 0):
+            raise ValueError(f"rule {kind} {t:g}: a margin is a positive number of points, not {t:g}")
+        if self.quantity == "metric" and abs(t) > 100:
+            raise ValueError(f"rule {kind} {t:g}: a metric's effect lies within ±100 points; this decides nothing")
+        for field in ("arms", "units", "versus_units", "comparisons"):
+            names = getattr(self, field)
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise ValueError(f"{field} name {', '.join(map(repr, twice))} twice; each is named once")
+        return self
 
     @property
     def decision(self) -> Rule:
@@ -294,6 +315,6 @@ def load_declaration(path: str | os.PathLike) -> Chapter:
     """A declaration file, validated; one error naming the file and what is wrong."""
     path = Path(path)
     try:
-        return Chapter.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        return Chapter.model_validate(strict_yaml.load(path.read_text(encoding="utf-8")))
     except (ValidationError, yaml.YAMLError) as error:
         raise ValueError(f"{path}: not a valid claim declaration: {error}") from None

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
+from adaptstudy.common import strict_yaml
 from adaptstudy.reporting.declarations import (
     ADDED_FIELDS,
     DESIGN_FIELDS,
@@ -85,7 +86,7 @@ def amend(
     recorded or declared."""
     path = Path(path)
     when = when or datetime.now(timezone.utc).replace(microsecond=0)
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = strict_yaml.load(path.read_text(encoding="utf-8"))
     amended = []
     for name, claim in (raw.get("claims") or {}).items():
         if isinstance(claim, dict) and "ledger" not in claim:

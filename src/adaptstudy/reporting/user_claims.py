@@ -27,6 +27,7 @@ import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from adaptstudy.common import strict_yaml
 from adaptstudy.reporting.baselines import flag_runs
 from adaptstudy.reporting.claims import Claim, Verdict, arm, verdict_of
 from adaptstudy.reporting.common import load_runs
@@ -121,7 +122,7 @@ def freeze_user_claims(path: Path) -> list[str]:
             f"{path}: already frozen: {', '.join(frozen)}; a second freeze would move their confirmatory runs"
         )
     when, protocol = datetime.now(timezone.utc).replace(microsecond=0), user_protocol(declaration)
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = strict_yaml.load(path.read_text(encoding="utf-8"))
     for name, claim in declaration.claims.items():
         design = claim.fingerprint()
         ledger = claim.ledger or [
@@ -141,7 +142,7 @@ def load_user_declaration(path: str | os.PathLike) -> UserDeclaration:
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
     try:
-        declaration = UserDeclaration.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        declaration = UserDeclaration.model_validate(strict_yaml.load(path.read_text(encoding="utf-8")))
         declaration.check()
     except (ValidationError, yaml.YAMLError, ValueError) as error:
         raise ValueError(f"{path}: not a valid claim declaration: {error}") from None

@@ -14,6 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from adaptstudy.common import strict_yaml
 from adaptstudy.runs.base import ConfigError, RunConfig, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.multitask_config import MultiTaskConfig
@@ -81,7 +82,7 @@ def load_grid(path: str | Path) -> Grid:
         raise ConfigError(f"sweep file {path} does not exist")
     try:
         with open(path) as f:
-            raw = yaml.safe_load(f)  # params are data, never code
+            raw = strict_yaml.load(f.read())  # params are data, never code; a key written twice is an error
     except yaml.YAMLError as e:
         raise ConfigError(f"sweep file {path} is not valid YAML: {' '.join(str(e).split())}") from None
     if not isinstance(raw, Mapping):
