@@ -422,3 +422,16 @@ def test_a_margin_of_zero_or_less_is_refused_and_a_direction_at_zero_is_not():
     assert Design(**design, rule={"kind": "outside", "threshold": 0}).rule.threshold == 0  # "depends on": two-sided
     assert Design(**design, rule={"kind": "above", "threshold": 0}).rule.kind == "above"
     assert Design(**design, quantity="measured", rule={"kind": "above", "threshold": 500}).rule.threshold == 500
+
+
+def test_a_claim_the_code_judges_but_the_file_no_longer_declares_is_one_error_naming_the_file(tmp_path):
+    from adaptstudy.reporting.claims import declare_chapter
+
+    raw = yaml.safe_load((PROJECT_ROOT / "src/adaptstudy/reporting/houlsby_base/claims.yaml").read_text())
+    raw["claims"] = {"parity-sixty-four": raw["claims"]["parity-64"]}  # renamed everywhere in the file
+    raw["findings"] = []
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False))
+    declared = declare_chapter(path, "a-renamed-chapter")
+    with pytest.raises(ValueError, match=f"{path} declares no claim 'parity-64'.*it declares: parity-sixty-four"):
+        declared["parity-64"]

@@ -73,11 +73,25 @@ CLAIMS: Registry[Claim] = Registry("claim")
 DECLARATIONS: dict[str, Path] = {}  # chapter -> its declaration file
 
 
+class DeclaredClaims(dict):
+    """A chapter's claims by name; a name its code judges that the file does not declare (renamed or deleted there)
+    is one error naming the file and the names it declares."""
+
+    def __init__(self, path: Path):
+        super().__init__()
+        self.path = path
+
+    def __missing__(self, name: str):
+        raise ValueError(
+            f"{self.path} declares no claim {name!r}, which its chapter's code judges; it declares: {', '.join(self)}"
+        )
+
+
 def declare_chapter(path: str | os.PathLike, chapter: str) -> dict[str, Claim]:
     """Register every claim of the declaration file at `path` under `chapter.name`; the chapter's claims by name."""
     declaration = load_declaration(path)
     DECLARATIONS[chapter] = Path(path)
-    claims = {}
+    claims = DeclaredClaims(Path(path))
     for name, declared in declaration.claims.items():
         key = f"{chapter}.{name}"
         if key in CLAIMS:
