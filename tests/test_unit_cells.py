@@ -1,6 +1,8 @@
 """A plan buys what a claim's units need on fresh runs alone: judged on stand-ins for its fresh runs, no claim the
 plan takes reads a declared unit as not run."""
 
+import re
+
 import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
@@ -32,3 +34,17 @@ def test_every_claim_the_plan_takes_forms_its_units_and_without_the_addendum_two
         "houlsby.top-k": ["mrpc top_k-1 vs houlsby-64", "mrpc top_k-2 vs houlsby-256"],
         "houlsby.size": ["rte", "sst2", "stsb"],
     }
+
+
+def test_the_command_the_docstring_and_the_addendum_give_is_one_the_module_reads():
+    from adaptstudy.common.paths import PROJECT_ROOT
+    from adaptstudy.planning import unit_cells
+
+    written = [
+        unit_cells.__doc__,
+        (PROJECT_ROOT / "params/cpu/confirm/power/houlsby_power_units.yaml").read_text().replace("\n# ", " "),
+    ]
+    for text in written:
+        command = re.search(r"python -m adaptstudy\.planning\.unit_cells ([^`\n]+)", text)[1].split()
+        args = unit_cells.command_line().parse_args(command)
+        assert (args.root, args.write) == ("results", "params/cpu/confirm/power")
