@@ -21,13 +21,6 @@ _HOULSBY_TABLE1_ROWS = {
     "qnli": ("accuracy", 91.1, 90.7, 91.4),
     "rte": ("accuracy", 70.1, 71.5, 68.8),
 }
-# Table 1's parameter columns (total parameters as a multiple of one BERT-large, and trained per task) and its own
-# total over its 9 tasks (sources/002 lines 70-72), which a mean over the tasks we ran is not.
-HOULSBY_TABLE1_PARAMS = {
-    "full": {"total_params_x": 9.0, "trained_pct": 100.0, "total": 80.4},
-    "houlsby-best": {"total_params_x": 1.3, "trained_pct": 3.6, "total": 80.0},
-    "houlsby-64": {"total_params_x": 1.2, "trained_pct": 2.1, "total": 79.6},
-}
 # Mean validation accuracy over the GLUE classification tasks for a fixed adapter size (BERT-large; Section 3.2).
 HOULSBY_SIZE_MEANS = {8: 86.2, 64: 85.8, 256: 85.7}
 # An independent course reproduction of Houlsby et al. (BERT-base, GLUE dev sets): accuracy on both tasks, CoLA

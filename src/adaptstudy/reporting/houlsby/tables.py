@@ -34,12 +34,11 @@ from adaptstudy.reporting.houlsby.published import (
     HOULSBY_HUB_COPIES,
     HOULSBY_NOT_OFFLINE,
     HOULSBY_SIZE_MEANS,
-    HOULSBY_TABLE1_PARAMS,
     HOULSBY_TABLE2_AVERAGE,
     HOULSBY_TABLE2_METHODS,
     HOULSBY_TABLE2_PARAMS,
 )
-from adaptstudy.reporting.published import published_frame
+from adaptstudy.reporting.published import HOULSBY_TABLE1_PARAMS, published_frame
 from adaptstudy.reporting.selection import RATE_TIE_RULE, chosen_on, grid_edge_note
 
 TABLE1_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli-m", "mnli-mm", "qnli", "rte"]

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.common import SELECTION_SEED, config_column, reported
+from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
+from adaptstudy.reporting.published import HOULSBY_2019, HOULSBY_COURSE, HOULSBY_TABLE1_PARAMS, published_frame
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates, grid_edge_note
 
 ARMS = ("houlsby-64", "full")
@@ -90,3 +92,38 @@ def ablation_records(runs: pd.DataFrame, backbone: str = "mpnet-base") -> dict[s
         task: [r for r in group["record"] if r.get("layer_ablation")] for task, group in adapters.groupby("task")
     }
     return {task: records for task, records in sorted(by_task.items()) if records}
+
+
+NAMES = {"mpnet-base": "MPNet, mpnet-base", "minilm-l3": "minilm-l3"}
+TASK_ORDER = ("cola", "sst2", "mrpc", "stsb", "rte")  # Table 1's order
+TOTAL = "Table 1's total (its 9 tasks)"
+
+
+def table_1(runs: pd.DataFrame, backbone: str = "mpnet-base") -> pd.DataFrame:
+    """Table 1 at this backbone's size: our rows (full fine-tuning and size-64 adapters, mean ± sd over the reported
+    seeds at the chosen rates, dev sets; '–' where not run), the course reproduction's rows (BERT-base, dev
+    accuracy, MRPC and CoLA) and the paper's (BERT-large, GLUE test), with each row's average over the tasks we ran
+    and the paper's own total over its nine tasks."""
+    ours = at_chosen_rates(runs, backbone) if not runs.empty else runs
+    means: dict[str, dict[str, float]] = {}
+    rows = []
+    for label in ("full", "houlsby-64"):
+        cells = ours[ours["label"] == label] if not ours.empty else ours
+        by_task = cells.groupby("task")["main_metric_value"] if not cells.empty else {}
+        means[label] = {t: float(v.mean()) for t, v in by_task} if len(cells) else {}
+        text = {t: format_mean_sd(v.mean(), v.std(ddof=1), len(v)) for t, v in by_task} if len(cells) else {}
+        rows.append({"source": f"ours ({NAMES[backbone]}, dev)", "method": label, **text})
+    ran = [t for t in TASK_ORDER if all(t in m for m in means.values())]
+    for row, label in zip(rows, ("full", "houlsby-64")):
+        row["average (tasks run)"] = f"{np.mean([means[label][t] for t in ran]):.1f}" if ran else "–"
+    course = published_frame(HOULSBY_COURSE).pivot(index="task", columns="method", values="value")
+    for method, label in (("full", "full"), ("houlsby", "houlsby-64")):
+        cells = {t: f"{course.loc[t, method]:.2f}" for t in course.index}
+        rows.append({"source": "course (BERT-base, dev accuracy)", "method": label, **cells})
+    paper = published_frame(HOULSBY_2019, "Table 1").pivot(index="task", columns="method", values="value")
+    for label in ("full", "houlsby-64"):
+        row = {"source": "paper (BERT-large, GLUE test)", "method": label}
+        row.update({t: f"{paper.loc[t, label]:.1f}" for t in TASK_ORDER})
+        row["average (tasks run)"] = f"{paper.loc[ran, label].mean():.1f}" if ran else "–"
+        rows.append({**row, TOTAL: f"{HOULSBY_TABLE1_PARAMS[label]['total']:.1f}"})
+    return pd.DataFrame(rows, columns=["source", "method", *TASK_ORDER, "average (tasks run)", TOTAL]).fillna("–")
