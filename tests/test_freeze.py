@@ -129,9 +129,9 @@ def test_the_planner_scores_an_arm_and_its_partner_on_one_evaluation_set(committ
     with its 500-example cap, so their fresh intervals could not be widened); cells that would mix are refused."""
     import json
 
-    from adaptstudy.planning.allocation import Cell, _records
+    from adaptstudy.planning.allocation import Cell, chapter_records
 
-    records = _records(PROJECT_ROOT / "results")
+    records = chapter_records(PROJECT_ROOT / "results")
     for v in committed_verdicts[0]:
         if v.run_ids:
             sets: dict[str, set] = {}

@@ -79,12 +79,14 @@ class Cell:
         return config
 
 
-def _records(root: Path) -> dict[str, tuple[str, dict]]:
+def chapter_records(root: Path) -> dict[str, tuple[str, dict]]:
     """run_id -> (study, record) for every ok record of the chapters' studies."""
     return {r["run_id"]: (s, r) for s in STUDIES.values() for r in read_records(root / s)}
 
 
-def _paid(record: dict) -> float:
+def record_seconds(record: dict) -> float:
+    """The seconds a record paid: its training and evaluation, and every earlier training of the run it lists under
+    `retrained`."""
     own = (record.get("train_runtime_s") or 0.0) + (record.get("eval_runtime_s") or 0.0)
     return own + sum(
         (r.get("train_runtime_s") or 0.0) + (r.get("eval_runtime_s") or 0.0) for r in record.get("retrained", [])
@@ -103,15 +105,15 @@ def _split_size(task: str, split: str, data_dir: str | None) -> int:
     return len(load_task(resolve_task(task), data_dir=data_dir)[split])
 
 
-def _prerequisite_costs(records: dict[str, tuple[str, dict]], config) -> dict[str, float]:
+def prerequisite_costs(records: dict[str, tuple[str, dict]], config) -> dict[str, float]:
     """The prerequisites a fresh run of `config` needs that are not cells themselves (pretraining, source adapters),
     theirs included: run id -> the seconds their kept records paid."""
     out = {}
     for needed in prerequisites(config):
         kept = needed.kept_record()
         if kept is not None and needed.config.run_id not in records:
-            out[needed.config.run_id] = _paid(kept)
-        out |= _prerequisite_costs(records, needed.config)
+            out[needed.config.run_id] = record_seconds(kept)
+        out |= prerequisite_costs(records, needed.config)
     return out
 
 
@@ -134,7 +136,7 @@ def allocate(
                 f"no judged claim {', '.join(unknown)}; judged: {', '.join(v.claim.key for v in verdicts)}"
             )
         verdicts = [v for v in verdicts if v.claim.key in set(claims)]
-    records = _records(root)
+    records = chapter_records(root)
     finished = pd.Series({k: r["finished_at"] for k, (_, r) in records.items()})
     next_seed = {
         s: 1 + max((r["config"]["seed"] for st, r in records.values() if st == s), default=0) for s in STUDIES.values()
@@ -168,10 +170,11 @@ def allocate(
     cost, needs = {}, {}
     for cell, runs in runs_of.items():
         scale = _eval_scale(cell.study, next(iter(runs.values())), data_dir)
-        per_run = pd.Series([_paid(r) + (scale - 1) * (r.get("eval_runtime_s") or 0.0) for r in runs.values()]).median()
+        seconds = [record_seconds(r) + (scale - 1) * (r.get("eval_runtime_s") or 0.0) for r in runs.values()]
+        per_run = pd.Series(seconds).median()
         cost[cell] = (per_run, 5 if per_run < SHORT_RUN_S else 3)
         settings = {**json.loads(cell.settings), "results_dir": str(root / cell.study)}
-        needs[cell] = _prerequisite_costs(records, CONFIGS[cell.kind].model_validate(settings))
+        needs[cell] = prerequisite_costs(records, CONFIGS[cell.kind].model_validate(settings))
     for key, cells in list(cells_of.items()):
         extra_of[key] = {rid: s for cell in cells for rid, s in needs[cell].items()}
         slowest = max((cost[c][0] for c in cells), default=0.0)

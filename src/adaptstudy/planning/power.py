@@ -34,7 +34,14 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from adaptstudy.planning.allocation import Cell, _paid, _prerequisite_costs, _records, grids, write_run_ids
+from adaptstudy.planning.allocation import (
+    Cell,
+    chapter_records,
+    grids,
+    prerequisite_costs,
+    record_seconds,
+    write_run_ids,
+)
 from adaptstudy.reporting.claims import Verdict
 from adaptstudy.reporting.evidence import Judgement
 from adaptstudy.reporting.power_plan import BUDGET_H
@@ -145,7 +152,7 @@ def _at_cap(cell: Cell, cap: int | None) -> Cell:
 def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET_H):
     """The rule above: a table with one row per claim (taken or not, seeds, cost, why) and each cell's fresh seeds."""
     root = Path(root)
-    records = _records(root)
+    records = chapter_records(root)
     next_seed = {}
     for study, record in records.values():
         next_seed[study] = max(next_seed.get(study, 1), record["config"]["seed"] + 1)
@@ -164,9 +171,9 @@ def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET
                 runs = [r for s, r in records.values() if Cell.of(s, r) == cell] or [
                     r for s, r in records.values() if _uncapped(Cell.of(s, r)) == _uncapped(cell)
                 ]
-                per_run[cell] = pd.Series([_paid(r) for r in runs]).median()
+                per_run[cell] = pd.Series([record_seconds(r) for r in runs]).median()
                 config = CONFIGS[cell.kind].model_validate({**json.loads(cell.settings), "results_dir": str(root)})
-                extra[cell] = _prerequisite_costs(records, config)
+                extra[cell] = prerequisite_costs(records, config)
     bought: dict[Cell, int] = {}
     paid_extra: set[str] = set()
     spent = 0.0

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from adaptstudy.planning.allocation import Cell, _paid, grids, write_run_ids
+from adaptstudy.planning.allocation import Cell, grids, record_seconds, write_run_ids
 from adaptstudy.reporting.chapters import Chapter, load_chapters
 from adaptstudy.reporting.power_plan import UNITS_FILE
 from adaptstudy.reporting.scorecard import chapter_runs
@@ -128,7 +128,7 @@ def addendum(root: str | Path, folder: str | Path) -> tuple[pd.DataFrame, dict[C
         for record in mine["record"]:
             k = key_of(chapter.study, record["config"])
             if k in paid:
-                paid[k].append(_paid(record))
+                paid[k].append(record_seconds(record))
         fresh = seeds[chapter.study]
         buy |= {Cell.of(chapter.study, record): fresh for record in further.values()}
         rows.append(
