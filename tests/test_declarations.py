@@ -13,7 +13,7 @@ from adaptstudy.reporting.chapters import CHAPTERS
 from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.claims import DECLARATIONS as CHAPTER_FILES
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.reporting.declarations import Chapter, Declared, load_declaration
+from adaptstudy.reporting.declarations import Declaration, Declared, load_declaration
 from adaptstudy.reporting.findings import findings_table
 from adaptstudy.reporting.houlsby import claims as houlsby_claims
 from adaptstudy.reporting.houlsby import tables as houlsby_tables
@@ -89,7 +89,7 @@ def test_a_declaration_file_with_an_unknown_field_names_the_file(tmp_path):
     bad.write_text(yaml.safe_dump(data))
     with pytest.raises(ValueError, match=rf"{bad}: not a valid claim declaration"):
         load_declaration(bad)
-    assert Chapter.model_validate(yaml.safe_load(DECLARATIONS[0].read_text()))
+    assert Declaration.model_validate(yaml.safe_load(DECLARATIONS[0].read_text()))
 
 
 def test_earlier_amendments_show_the_verdict_under_each_design(committed_verdicts):
@@ -233,7 +233,7 @@ def test_every_claim_answers_a_finding_of_its_sources(chapter):
 
 def test_a_finding_names_only_claims_of_its_file():
     with pytest.raises(ValueError, match="findings name \\['nope'\\]"):
-        Chapter.model_validate(
+        Declaration.model_validate(
             {
                 "paper": "p",
                 "claims": {},
@@ -351,7 +351,7 @@ def test_every_claim_of_closeness_declares_its_margin_with_a_reason():
     raw = yaml.safe_load(CHAPTER_FILES["houlsby"].read_text())
     del raw["claims"]["parity"]["margin_reason"]
     with pytest.raises(ValueError, match="is a claim of closeness"):
-        Chapter.model_validate(raw)
+        Declaration.model_validate(raw)
 
 
 def test_a_budget_is_declared_data_and_its_dates_are_part_of_the_chapters_protocol():

@@ -129,7 +129,7 @@ def test_the_planner_scores_an_arm_and_its_partner_on_one_evaluation_set(committ
     with its 500-example cap, so their fresh intervals could not be widened); cells that would mix are refused."""
     import json
 
-    from adaptstudy.planning.allocation import Cell, chapter_records
+    from adaptstudy.planning.allocation import PlanCell, chapter_records
 
     records = chapter_records(PROJECT_ROOT / "results")
     for v in committed_verdicts[0]:
@@ -141,8 +141,8 @@ def test_the_planner_scores_an_arm_and_its_partner_on_one_evaluation_set(committ
                     settings.get("max_eval_examples")
                 )
             assert all(len(caps) == 1 for caps in sets.values()), (v.claim.key, sets)
-    whole = Cell("dsp", "finetune", json.dumps({"task": "imdb", "method": "full", "max_eval_examples": None}))
-    capped = Cell("dsp", "finetune", json.dumps({"task": "imdb", "method": "pfeiffer", "max_eval_examples": 500}))
+    whole = PlanCell("dsp", "finetune", json.dumps({"task": "imdb", "method": "full", "max_eval_examples": None}))
+    capped = PlanCell("dsp", "finetune", json.dumps({"task": "imdb", "method": "pfeiffer", "max_eval_examples": 500}))
     with pytest.raises(ValueError, match="dsp.x: its cells would be scored on different evaluation sets"):
         one_evaluation_set("dsp.x", {whole, capped})
 

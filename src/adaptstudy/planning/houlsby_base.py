@@ -39,17 +39,17 @@ HEADER = """# The Houlsby chapter's claims on other backbones, stage 2: the repo
 # (houlsby_base_select.yaml, seed 0) chose on the selection split, for the cells (backbone, task) whose stage 1 has
 # finished. Generated; do not edit: python -m adaptstudy.planning.houlsby_base > params/cpu/houlsby_base_report.yaml
 """
-Cell = tuple[str, str]  # (backbone, task)
+BackboneTask = tuple[str, str]  # (backbone, task)
 
 
-def finished_cells(done: set[str]) -> list[Cell]:
+def finished_cells(done: set[str]) -> list[BackboneTask]:
     """The (backbone, task) cells every stage-1 run of which is among the run ids `done`, in the grid's order."""
     _, _, configs = grid_configs(STAGE_1, Path("unused"))
     cells = list(dict.fromkeys((c.backbone, c.task) for c in configs))
     return [cell for cell in cells if all(c.run_id in done for c in configs if (c.backbone, c.task) == cell)]
 
 
-def seeds(runs: pd.DataFrame, cell: Cell) -> list[int]:
+def seeds(runs: pd.DataFrame, cell: BackboneTask) -> list[int]:
     """Seeds 1-3, and 4-6 where a reported run at the chosen rates was made before the five-task claims' freeze."""
     frozen = [t for t in (frozen_at(DECLARED[name].declared) for name in FIVE_TASKS) if t is not None]
     if not frozen:
@@ -60,7 +60,7 @@ def seeds(runs: pd.DataFrame, cell: Cell) -> list[int]:
     return SEEDS + FRESH_SEEDS if (made < pd.Timestamp(min(frozen))).any() else SEEDS
 
 
-def report_grid(runs: pd.DataFrame, cells: list[Cell] | None = None) -> dict:
+def report_grid(runs: pd.DataFrame, cells: list[BackboneTask] | None = None) -> dict:
     """The stage-2 grid (a sweep file's mapping): per cell (default: those whose stage 1 is among `runs`), each arm
     at its chosen rate and the cell's stage-1 settings, at `seeds`."""
     cells = finished_cells(set(runs["run_id"])) if cells is None else cells
@@ -81,7 +81,7 @@ def report_grid(runs: pd.DataFrame, cells: list[Cell] | None = None) -> dict:
     return {"study": stage_1["study"], "description": "reported seeds", "fixed": fixed, "axes": axes}
 
 
-def choices(runs: pd.DataFrame, cells: list[Cell]) -> str:
+def choices(runs: pd.DataFrame, cells: list[BackboneTask]) -> str:
     """Comment lines: each arm's choice and the selection-split score of every rate it tried."""
     rows = chosen_rates(runs)
     lines = [

@@ -35,7 +35,7 @@ import pandas as pd
 import yaml
 
 from adaptstudy.planning.allocation import (
-    Cell,
+    PlanCell,
     chapter_records,
     grids,
     prerequisite_costs,
@@ -53,7 +53,7 @@ MIN_SEEDS = 3  # fresh seeds per arm: a verdict on fresh seeds alone needs an in
 
 
 @dataclass
-class Need:
+class ClaimPurchase:
     """What one claim's decision takes: the fresh seeds per arm (None: seeds cannot decide it), the distance and
     where it comes from, and the cells it rests on."""
 
@@ -62,7 +62,7 @@ class Need:
     distance: float
     target: str
     floor: float
-    cells: set[Cell] = field(default_factory=set)
+    cells: set[PlanCell] = field(default_factory=set)
 
 
 def seeds_needed(j: Judgement, d: float) -> tuple[int | None, float]:
@@ -75,7 +75,7 @@ def seeds_needed(j: Judgement, d: float) -> tuple[int | None, float]:
     return max(MIN_SEEDS, math.ceil(seed_var / room)), floor
 
 
-def need_of(v: Verdict) -> Need | str:
+def need_of(v: Verdict) -> ClaimPurchase | str:
     """The claim's need (rule 1-2), or why it has none to plan from."""
     if not v.run_ids:
         return "no runs when the plan was written: its own grids, run after its freeze, give its verdict"
@@ -94,13 +94,13 @@ def need_of(v: Verdict) -> Need | str:
         distances.append(d)
         floors.append(floor)
     worst = None if any(n is None for n in seeds) else max(seeds)
-    return Need(v.claim.key, worst, min(distances), target, max(floors))
+    return ClaimPurchase(v.claim.key, worst, min(distances), target, max(floors))
 
 
 CAP = "max_eval_examples"
 
 
-def claim_cells(v: Verdict, records: dict) -> set[Cell]:
+def claim_cells(v: Verdict, records: dict) -> set[PlanCell]:
     """The cells a verdict rests on, every cell of one task on one evaluation set, so that an arm and its partner are
     scored on the same examples: the whole split where every cell of the task has runs on it, else the smallest cap
     any of them was scored on (a cell scored only on the whole split is bought at that cap: a cap keeps the split's
@@ -108,7 +108,7 @@ def claim_cells(v: Verdict, records: dict) -> set[Cell]:
     groups: dict[str, dict] = {}  # a cell's settings but its cap -> {cap: the cell}
     for run_id in v.run_ids:
         study, record = records[run_id]
-        cell = Cell.of(study, record)
+        cell = PlanCell.of(study, record)
         groups.setdefault(_uncapped(cell), {})[json.loads(cell.settings).get(CAP)] = cell
     chosen = set()
     for key, by_cap in groups.items():
@@ -120,7 +120,7 @@ def claim_cells(v: Verdict, records: dict) -> set[Cell]:
     return chosen
 
 
-def one_evaluation_set(claim: str, cells: set[Cell]) -> None:
+def one_evaluation_set(claim: str, cells: set[PlanCell]) -> None:
     """Refuse, naming the claim and the task, cells of one task that would be scored on different evaluation sets
     (a fresh arm on the whole split beside its partner on a cap: their interval could not be widened by the
     examples' sampling error, and their scores would not compare)."""
@@ -135,7 +135,7 @@ def one_evaluation_set(claim: str, cells: set[Cell]) -> None:
         )
 
 
-def _uncapped(cell: Cell) -> str:
+def _uncapped(cell: PlanCell) -> str:
     settings = json.loads(cell.settings)
     return json.dumps({k: x for k, x in settings.items() if k != CAP}, sort_keys=True)
 
@@ -145,8 +145,8 @@ def _task(uncapped: str) -> str:
     return str(settings.get("task") or settings.get("tasks"))
 
 
-def _at_cap(cell: Cell, cap: int | None) -> Cell:
-    return Cell(cell.study, cell.kind, json.dumps({**json.loads(cell.settings), CAP: cap}, sort_keys=True))
+def _at_cap(cell: PlanCell, cap: int | None) -> PlanCell:
+    return PlanCell(cell.study, cell.kind, json.dumps({**json.loads(cell.settings), CAP: cap}, sort_keys=True))
 
 
 def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET_H):
@@ -168,22 +168,22 @@ def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET
     for need in needs.values():
         for cell in need.cells:
             if cell not in per_run:  # a cell bought at another cap than its runs scored: their seconds
-                runs = [r for s, r in records.values() if Cell.of(s, r) == cell] or [
-                    r for s, r in records.values() if _uncapped(Cell.of(s, r)) == _uncapped(cell)
+                runs = [r for s, r in records.values() if PlanCell.of(s, r) == cell] or [
+                    r for s, r in records.values() if _uncapped(PlanCell.of(s, r)) == _uncapped(cell)
                 ]
                 per_run[cell] = pd.Series([record_seconds(r) for r in runs]).median()
                 config = CONFIGS[cell.kind].model_validate({**json.loads(cell.settings), "results_dir": str(root)})
                 extra[cell] = prerequisite_costs(records, config)
-    bought: dict[Cell, int] = {}
+    bought: dict[PlanCell, int] = {}
     paid_extra: set[str] = set()
     spent = 0.0
 
-    def cost(need: Need, seeds: int) -> float:
+    def cost(need: ClaimPurchase, seeds: int) -> float:
         more = sum(per_run[c] * max(0, seeds - bought.get(c, 0)) for c in need.cells)
         pre = sum(s for c in need.cells for rid, s in extra[c].items() if rid not in paid_extra)
         return (more + pre) / 3600
 
-    def buy(need: Need, seeds: int) -> None:
+    def buy(need: ClaimPurchase, seeds: int) -> None:
         nonlocal spent
         spent += cost(need, seeds)
         for c in need.cells:
@@ -221,7 +221,7 @@ def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET
     return table, taken
 
 
-def _row(need: Need, seeds: int, hours: float) -> dict:
+def _row(need: ClaimPurchase, seeds: int, hours: float) -> dict:
     """A claim's row: the seeds bought and what they do (decide it, or read it only, and why)."""
     if need.seeds is not None and seeds >= need.seeds:
         why = (
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         table.to_csv(folder / "plan.csv", index=False)
         text = HEADER.format(budget=args.budget, folder=args.write)
         header = "".join(f"# {line}\n" for line in text.splitlines())
-        for name, grid in grids(taken, "_power", "confirmatory runs by power", Cell.with_seed).items():
+        for name, grid in grids(taken, "_power", "confirmatory runs by power", PlanCell.with_seed).items():
             (folder / f"{name}.yaml").write_text(header + yaml.safe_dump(grid, sort_keys=False, width=120))
             write_run_ids(folder / f"{name}.yaml")
     return 0

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from adaptstudy.planning.allocation import Cell, grids, record_seconds, write_run_ids
+from adaptstudy.planning.allocation import PlanCell, grids, record_seconds, write_run_ids
 from adaptstudy.reporting.chapters import Chapter, load_chapters
 from adaptstudy.reporting.power_plan import UNITS_FILE
 from adaptstudy.reporting.scorecard import chapter_runs
@@ -35,7 +35,7 @@ Key = tuple[str, str]  # (study, settings but the seed and the evaluation cap)
 def key_of(study: str, config: dict) -> Key:
     """A cell as the plan and a record both name it: its settings but the seed and the evaluation cap (a fresh run
     of a whole-split chapter differs from its exploratory arm only in that cap)."""
-    settings = json.loads(Cell.of(study, {"config": config}).settings)
+    settings = json.loads(PlanCell.of(study, {"config": config}).settings)
     settings.pop("max_eval_examples", None)
     return study, json.dumps(settings, sort_keys=True)
 
@@ -107,7 +107,7 @@ def further_cells(
     return candidates
 
 
-def addendum(root: str | Path, folder: str | Path) -> tuple[pd.DataFrame, dict[Cell, list[int]]]:
+def addendum(root: str | Path, folder: str | Path) -> tuple[pd.DataFrame, dict[PlanCell, list[int]]]:
     """Per chapter, the further cells (`further_cells`) of the claims the plan in `folder` takes, at its fresh seeds
     of their study: a table (per chapter: the units its claims lost, the cells, runs and estimated CPU-hours at the
     median seconds their committed runs paid) and the cells to buy."""
@@ -130,7 +130,7 @@ def addendum(root: str | Path, folder: str | Path) -> tuple[pd.DataFrame, dict[C
             if k in paid:
                 paid[k].append(record_seconds(record))
         fresh = seeds[chapter.study]
-        buy |= {Cell.of(chapter.study, record): fresh for record in further.values()}
+        buy |= {PlanCell.of(chapter.study, record): fresh for record in further.values()}
         rows.append(
             {
                 "written": date.today().isoformat(),
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         table.to_csv(folder / UNITS_FILE, index=False)
         text = HEADER.format(today=date.today().isoformat(), folder=folder.as_posix(), units=UNITS_FILE)
         header = "".join(f"# {line}\n" for line in text.splitlines())
-        for name, grid in grids(buy, SUFFIX, "confirmatory runs by power: units", Cell.with_seed).items():
+        for name, grid in grids(buy, SUFFIX, "confirmatory runs by power: units", PlanCell.with_seed).items():
             (folder / f"{name}.yaml").write_text(header + yaml.safe_dump(grid, sort_keys=False, width=120))
             write_run_ids(folder / f"{name}.yaml")
     return 0

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from adaptstudy.common import strict_yaml
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.claims import DECLARATIONS
-from adaptstudy.reporting.declarations import Chapter, load_declaration
+from adaptstudy.reporting.declarations import Declaration, load_declaration
 from adaptstudy.reporting.freeze import freeze, frozen_at
 from adaptstudy.reporting.ledgers import amend
 from adaptstudy.reporting.protocol import protocol
@@ -170,12 +170,12 @@ def _declare_new(path: Path, reason: str, records: int) -> list[str]:
     return amend(path, _declared_in(path.read_text(encoding="utf-8")), reason, records)
 
 
-def _declared_in(text: str | None) -> Chapter:
+def _declared_in(text: str | None) -> Declaration:
     """A declaration file's text as it was, with only the claims it had declared (those with a ledger); an empty
     chapter for a file that did not exist."""
     raw = strict_yaml.load(text) if text else {"paper": "", "claims": {}}
     claims = {n: c for n, c in raw["claims"].items() if "ledger" in c}
-    return Chapter.model_validate({**raw, "claims": claims, "findings": []}, context={"as_it_was": True})
+    return Declaration.model_validate({**raw, "claims": claims, "findings": []}, context={"as_it_was": True})
 
 
 def _as_committed(path: Path, revision: str) -> str | None:

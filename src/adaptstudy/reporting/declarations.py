@@ -293,7 +293,7 @@ class Finding(BaseModel):
         return self
 
 
-class Chapter(BaseModel):
+class Declaration(BaseModel):
     """A chapter's declaration file: the source it judges, its claims by name, `findings`: what the sources claim
     and which claim tests each (the chapter's "what we test" table), and `budgets`: its stages' declared budgets."""
 
@@ -311,10 +311,10 @@ class Chapter(BaseModel):
         return self
 
 
-def load_declaration(path: str | os.PathLike) -> Chapter:
+def load_declaration(path: str | os.PathLike) -> Declaration:
     """A declaration file, validated; one error naming the file and what is wrong."""
     path = Path(path)
     try:
-        return Chapter.model_validate(strict_yaml.load(path.read_text(encoding="utf-8")))
+        return Declaration.model_validate(strict_yaml.load(path.read_text(encoding="utf-8")))
     except (ValidationError, yaml.YAMLError) as error:
         raise ValueError(f"{path}: not a valid claim declaration: {error}") from None

@@ -18,13 +18,13 @@ from adaptstudy.reporting.declarations import (
     ADDED_FIELDS,
     DESIGN_FIELDS,
     ENTRY_ADDED,
-    Chapter,
+    Declaration,
     Design,
     Entry,
 )
 
 
-def dump_declaration(chapter: Chapter) -> str:
+def dump_declaration(chapter: Declaration) -> str:
     """The YAML text of a declaration, fields in their declared order (a margin's reason beside its rule)."""
     data = chapter.model_dump(mode="json", exclude_defaults=False)
     data["findings"] = [{k: v for k, v in f.items() if v} for f in data["findings"]]
@@ -66,7 +66,7 @@ def entry_written(entry: dict) -> dict:
 
 def amend(
     path: str | os.PathLike,
-    previous: Chapter,
+    previous: Declaration,
     reason: str,
     records: int,
     when: datetime | None = None,
@@ -107,7 +107,7 @@ def amend(
             claim["ledger"] = [entry.model_dump(mode="json")]
             amended.append(name)
     try:
-        current = Chapter.model_validate(raw)
+        current = Declaration.model_validate(raw)
     except ValidationError as error:
         raise ValueError(f"{path}: not a valid claim declaration: {error}") from None
     for name, claim in current.claims.items():

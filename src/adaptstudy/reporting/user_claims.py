@@ -2,7 +2,7 @@
 
     python -m adaptstudy.reporting.user_claims my_claims.yaml --results-dir results/mine
 
-The file is a chapter's declaration (`declarations.Chapter`: the source, then each claim's design) plus `arms`, which
+The file is a chapter's declaration (`declarations.Declaration`: the source, each claim's design) plus `arms`, which
 say which runs each arm label of a claim means (`user_arms`: the settings of one configuration, per task where they
 differ), and `selection_seed`, the seed that chose settings and so never reports (none by default). A claim compares
 its first arm with each other (`a − b`, one comparison per other arm) over its units, which are task names, on each
