@@ -424,8 +424,13 @@ def test_a_margin_of_zero_or_less_is_refused_and_a_direction_at_zero_is_not():
     assert Design(**design, quantity="measured", rule={"kind": "above", "threshold": 500}).rule.threshold == 500
 
 
-def test_a_claim_the_code_judges_but_the_file_no_longer_declares_is_one_error_naming_the_file(tmp_path):
+def test_a_claim_the_code_judges_but_the_file_no_longer_declares_is_one_error_naming_the_file(tmp_path, monkeypatch):
+    from adaptstudy.common.registry import Registry
+    from adaptstudy.reporting import claims
     from adaptstudy.reporting.claims import declare_chapter
+
+    monkeypatch.setattr(claims, "CLAIMS", Registry("claim"))  # the project's registry stays as it is
+    monkeypatch.setattr(claims, "DECLARATIONS", {})
 
     raw = yaml.safe_load((PROJECT_ROOT / "src/adaptstudy/reporting/houlsby_base/claims.yaml").read_text())
     raw["claims"] = {"parity-sixty-four": raw["claims"]["parity-64"]}  # renamed everywhere in the file
