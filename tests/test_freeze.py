@@ -290,3 +290,24 @@ def test_a_claim_amended_after_its_freeze_says_its_fresh_seeds_were_spent():
     said = why_unconfirmed("hyperformer.few-shot", power_plan())
     assert said.startswith("none since its amendment of 6 December 2026, after its freeze")
     assert why_unconfirmed("hyperformer.low-resource", power_plan()).startswith("none: not bought")
+
+
+def test_the_freeze_command_refreezes_only_when_asked_and_names_the_records_that_stop_confirming(
+    tmp_path, monkeypatch, capsys
+):
+    from adaptstudy.reporting import amend
+
+    base = PROJECT_ROOT / "src" / "adaptstudy" / "reporting" / "houlsby_base" / "claims.yaml"
+    copy = tmp_path / "claims.yaml"
+    shutil.copy(base, copy)
+    protocol = _protocol(base)
+    monkeypatch.setattr(amend, "protocol_of", lambda path: protocol)
+    results = str(PROJECT_ROOT / "results" / "houlsby_base")
+    argv = [str(copy), "--freeze", "--claims", "parity-64", "--reason", "again", "--results-dir", results]
+    assert amend.main(argv) == 2
+    assert "already frozen: parity-64 (frozen 2026-12-05 15:18)" in capsys.readouterr().err
+    assert amend.main([*argv, "--refreeze"]) == 0
+    printed = capsys.readouterr().out
+    line = next(line for line in printed.splitlines() if line.startswith("parity-64: "))
+    assert "records of houlsby_base, made since its freeze of 2026-12-05 15:18, no longer confirm it: " in line
+    assert "e1feb7f4df9c8bdb" in line  # MRPC, size 64, seed 1: made after that freeze

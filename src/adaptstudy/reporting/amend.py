@@ -58,8 +58,10 @@ def main(argv: list[str] | None = None) -> int:
             names = freeze(path, args.reason, records, protocol_of(path), names=chosen, refreeze=args.refreeze)
             print(f"frozen: {', '.join(names)}")
             for name in (n for n in names if before[n] is not None):
+                leaving = _leaving(results, before[name])
                 print(
-                    f"{name}: {_leaving(results, before[name])} made since its freeze of {before[name]:%Y-%m-%d %H:%M}"
+                    f"{name}: {len(leaving)} records of {results.name}, made since its freeze of "
+                    f"{before[name]:%Y-%m-%d %H:%M}, no longer confirm it: {', '.join(leaving) or 'none'}"
                 )
             return 0
         previous = _declared_in(_as_committed(path, args.against))
@@ -109,13 +111,14 @@ def _listed(paths) -> str:
     return ", ".join(str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else str(p) for p in paths)
 
 
-def _leaving(results: Path, since: datetime) -> int:
-    """How many of the folder's records a second freeze takes out of the confirmatory column: those made after
+def _leaving(results: Path, since: datetime) -> list[str]:
+    """The run ids of the folder's records a second freeze takes out of the confirmatory column: those made after
     `since`."""
     records = pd.DataFrame({"record": list(read_records(results))})
     if records.empty:
-        return 0
-    return int((pd.to_datetime(made_at(records), utc=True, format="ISO8601") >= pd.Timestamp(since)).sum())
+        return []
+    made = pd.to_datetime(made_at(records), utc=True, format="ISO8601") >= pd.Timestamp(since)
+    return sorted(r["run_id"] for r in records.loc[made, "record"])
 
 
 def _judged_around(
