@@ -12,6 +12,7 @@ from adaptstudy.models.methods import METHODS, adapters_removed, count_parameter
 from adaptstudy.models.methods.base import Method, check_adapter_widths, is_added, layer_index
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig
+from adaptstudy.runs.method_catalog import METHOD_FACTS, MethodFacts
 from adaptstudy.runs.method_settings import HypernetworkSettings, TopK
 from adaptstudy.training.config_checks import checked
 from adaptstudy.training.runner import run
@@ -67,13 +68,16 @@ def test_an_adapter_built_narrower_than_asked_stops_before_training():
     check_adapter_widths(_model("full"), 13)  # no adapters: nothing to check
 
 
-def test_a_method_taking_a_setting_it_cannot_serve_is_refused_when_defined():
+def test_a_method_taking_a_setting_it_cannot_serve_is_refused_when_defined(monkeypatch):
     """Multi-task training asks the method for a transfer and its own-rate parameters: one that takes the settings
-    without giving them is an error at registration, not a crash mid-run."""
+    without giving them is an error at registration, not a crash mid-run; an undeclared method is refused by name."""
+    monkeypatch.setitem(METHOD_FACTS, "half", MethodFacts("half", "?", settings=(HypernetworkSettings,)))
     with pytest.raises(
         ValueError, match=r"takes transfer_from but no `transfer`; takes hypernetwork_learning_rate but no"
     ):
-        Method("half", "?", trainable=lambda *_: True, settings=(HypernetworkSettings,))
+        Method("half", trainable=lambda *_: True)
+    with pytest.raises(ConfigError, match="unknown method 'undeclared'; valid: full, houlsby"):
+        Method("undeclared", trainable=lambda *_: True)
     assert METHODS.get("hyperformer++").transfer is not None and METHODS.get("hyperformer").own_rate is not None
 
 
@@ -292,15 +296,16 @@ def test_a_training_step_moves_only_the_trained_weights(method, data_dir):
 
 
 def test_a_method_registered_from_a_test_alone_trains_through_the_notebooks_code_path(tmp_path, data_dir, monkeypatch):
-    """The whole cost of a new method: one `Method`, registered. This one trains the biases of the top
-    `top_k_layers` layers (a setting it declares, so it takes it and `full` still refuses it) and the head."""
+    """The whole cost of a new method: its facts and one `Method`, registered. This one trains the biases of the top
+    `top_k_layers` layers (a setting its facts declare, so it takes it and `full` still refuses it) and the head."""
 
     def top_biases(name, model, config):
         index = layer_index(name)
         top = index is not None and index >= model.config.num_hidden_layers - config.top_k_layers
         return is_head(name) or (top and name.endswith(".bias") and not is_added(name))
 
-    toy = Method("toy", "biases of the top layers + head", trainable=top_biases, settings=(TopK,))
+    monkeypatch.setitem(METHOD_FACTS, "toy", MethodFacts("toy", "biases of the top layers + head", settings=(TopK,)))
+    toy = Method("toy", trainable=top_biases)
     monkeypatch.setitem(METHODS._entries, toy.name, toy)
     config = FinetuneConfig(
         task="rte",
@@ -360,8 +365,8 @@ def test_every_weight_a_method_adds_is_counted_as_added(method):
     assert count_parameters(model)["backbone_params"] == count_parameters(_model("full"))["backbone_params"]
 
 
-def test_a_new_family_declares_the_weights_it_adds_and_every_count_follows():
-    """A toy family (a learned scale per attention output) registered with `adds`: its weights are added, not
+def test_a_new_family_declares_the_weights_it_adds_and_every_count_follows(monkeypatch):
+    """A toy family (a learned scale per attention output) whose facts declare `adds`: its weights are added, not
     backbone; forgetting `adds` would count them into the backbone (22,567,680 for 22,565,376)."""
     from torch import nn
 
@@ -372,24 +377,19 @@ def test_a_new_family_declares_the_weights_it_adds_and_every_count_follows():
 
     model = _model("full")
     backbone = count_parameters(model)["backbone_params"]
-    Method("scaled_bias_forgotten", "?", trainable=lambda *_: True)
+    monkeypatch.setitem(METHOD_FACTS, "scaled_bias_forgotten", MethodFacts("scaled_bias_forgotten", "?"))
     assert count_parameters(add_scales(_model("full"), None))["backbone_params"] == backbone + L * H  # miscounted
-    try:
-        Method("scaled_bias", "a learned scale per attention output", trainable=lambda *_: True, adds=("scaled_bias",))
-        counts = count_parameters(add_scales(_model("full"), None))
-        assert counts["backbone_params"] == backbone and counts["total_params"] == backbone + HEAD + L * H
-    finally:
-        from adaptstudy.models.methods.base import ADDED_BY
-
-        ADDED_BY.pop("scaled_bias", None)
-        ADDED_BY.pop("scaled_bias_forgotten", None)
+    scales = MethodFacts("scaled_bias", "a learned scale per attention output", adds=("scaled_bias",))
+    monkeypatch.setitem(METHOD_FACTS, "scaled_bias", scales)
+    counts = count_parameters(add_scales(_model("full"), None))
+    assert counts["backbone_params"] == backbone and counts["total_params"] == backbone + HEAD + L * H
 
 
 @pytest.mark.slow
 def test_the_readmes_new_family_is_one_module_and_one_registration_and_runs_through_04_finetune(tmp_path, monkeypatch):
-    """The README's worked example, as a contributor follows it in a copy of the project: its module, its import in
-    the registry and its line in the methods' list; `04_finetune` trains it, and the record counts its scales as
-    trained and added (6 layers × 384), the backbone as the backbone's own."""
+    """The README's worked example, as a contributor follows it in a copy of the project: its facts in the catalog,
+    its module, its import in the registry and its line in the methods' list; `04_finetune` trains it, and the record
+    counts its scales as trained and added (6 layers × 384), the backbone as the backbone's own."""
     import shutil
     import textwrap
 
@@ -412,6 +412,10 @@ def test_the_readmes_new_family_is_one_module_and_one_registration_and_runs_thro
     )
     text = text.replace("):\n    METHODS.add(_m.name, _m)", "    SCALED_BIAS,\n):\n    METHODS.add(_m.name, _m)")
     registry.write_text(text)
+    catalog = tmp_path / "src/adaptstudy/runs/method_catalog.py"
+    facts = textwrap.indent(textwrap.dedent(blocks["facts"]), "    ")
+    assert "\n)\n\nMETHOD_FACTS" in catalog.read_text()
+    catalog.write_text(catalog.read_text().replace("\n)\n\nMETHOD_FACTS", f"\n{facts}\n)\n\nMETHOD_FACTS"))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "src"))  # the kernel papermill starts imports the copy
     smoke = yaml.safe_load((PROJECT_ROOT / "params/smoke/finetune.yaml").read_text())
     parameters = {k: v for k, v in smoke.items() if k != "adapter_size"} | {"method": "scaled_bias"}
@@ -428,3 +432,31 @@ def test_the_readmes_new_family_is_one_module_and_one_registration_and_runs_thro
     backbone = count_parameters(_model("full"))["backbone_params"]
     assert record["method"] == "scaled_bias" and record["backbone_params"] == backbone
     assert record["trainable_params"] == L * H + HEAD and record["total_params"] == backbone + HEAD + L * H
+
+
+def test_the_catalog_says_what_the_adapters_package_attaches_and_a_config_builds_without_torch():
+    """A method's facts are data a run config reads without torch; the library methods' `attaches` in the catalog
+    are what the `adapters` package reads from their configs."""
+    import subprocess
+    import sys
+
+    from adaptstudy.models.methods.library import attached
+    from adaptstudy.runs.method_catalog import PROMPT_TOKENS
+
+    library = {
+        "prompt_tuning": ("PromptTuningConfig", {"prompt_length": PROMPT_TOKENS}),
+        "lora": ("LoRAConfig", {}),
+        "ia3": ("IA3Config", {}),
+        "prefix_tuning": ("PrefixTuningConfig", {}),
+        "compacter": ("CompacterConfig", {}),
+        "unipelt": ("UniPELTConfig", {}),
+    }
+    for name, (config_class, options) in library.items():
+        assert METHOD_FACTS[name].attaches == attached(config_class, **options), name
+    code = (
+        "import sys; from adaptstudy.runs.finetune_config import FinetuneConfig; "
+        "c = FinetuneConfig(task='mrpc', method='houlsby', adapter_size=64).resolved(); "
+        "print(c.learning_rate, 'torch' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0.001", "False"]

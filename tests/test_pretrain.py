@@ -258,8 +258,10 @@ def test_pretraining_modes_are_full_head_and_the_adapters_methods_continue(setti
     assert not PretrainConfig(corpus="task:rte", mode="unipelt").sized
 
 
-def test_a_method_that_continues_a_pretraining_mode_says_which_adapter_it_trains():
+def test_a_method_that_continues_a_pretraining_mode_says_which_adapter_it_trains(monkeypatch):
     from adaptstudy.models.methods import Method
+    from adaptstudy.runs.method_catalog import METHOD_FACTS, MethodFacts
 
+    monkeypatch.setitem(METHOD_FACTS, "mine", MethodFacts("mine", "a toy", continues="seq_bn"))
     with pytest.raises(ValueError, match="continues pretraining mode 'seq_bn' but has no `pretraining_adapter`"):
-        Method("mine", "a toy", trainable=lambda *_: True, continues="seq_bn")
+        Method("mine", trainable=lambda *_: True)

@@ -1,5 +1,5 @@
 """The settings of one fine-tuning run, as data: a (task, method, backbone, seed) and how it is trained, checked
-against the methods' facts (`method_settings`), and what it starts from (a backbone, a pretraining artifact, or
+against the methods' facts (`method_catalog`), and what it starts from (a backbone, a pretraining artifact, or
 source adapters for fusion). The names of tasks and backbones, and what a backbone can carry, are checked where
 they live, before any work (`training.config_checks`)."""
 
@@ -14,14 +14,8 @@ from pydantic import Field, model_validator
 from adaptstudy.common.paths import cache_root
 from adaptstudy.runs.artifacts import FULL_MODES
 from adaptstudy.runs.base import RunConfig, TrainingRun, validate
-from adaptstudy.runs.method_settings import (
-    continuing,
-    method_facts,
-    methods_that,
-    neutral_settings,
-    refuse_foreign_settings,
-    settings_for,
-)
+from adaptstudy.runs.method_catalog import continuing, method_facts, methods_that, refuse_foreign_settings
+from adaptstudy.runs.method_settings import neutral_settings, settings_for
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import Reference, reference_meta
 

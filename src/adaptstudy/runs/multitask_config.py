@@ -11,7 +11,8 @@ from pydantic import Field, model_validator
 
 from adaptstudy.common.paths import cache_root
 from adaptstudy.runs.base import TrainingRun, validate
-from adaptstudy.runs.method_settings import method_facts, neutral_settings, refuse_foreign_settings, settings_for
+from adaptstudy.runs.method_catalog import method_facts, refuse_foreign_settings
+from adaptstudy.runs.method_settings import neutral_settings, settings_for
 
 LEGACY_SPLIT_RULES = {"selection": True, "hyperformer": False}
 

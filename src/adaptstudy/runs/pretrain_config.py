@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 from adaptstudy.common.paths import cache_root
 from adaptstudy.runs.artifacts import FULL_MODES, artifact_meta, is_artifact
 from adaptstudy.runs.base import ConfigError, TrainingRun
-from adaptstudy.runs.method_settings import adapter_modes, continuing, method_facts
+from adaptstudy.runs.method_catalog import adapter_modes, continuing, method_facts
 
 Reference = str | os.PathLike | dict
 

@@ -17,14 +17,11 @@ from functools import cache
 from adapters.methods.modeling import Adapter
 from torch import nn
 
-from adaptstudy.runs.method_settings import METHOD_FACTS, MethodFacts
+from adaptstudy.runs.method_catalog import METHOD_FACTS, MethodFacts, method_facts
 
 ADAPTER_NAME = "task"
 PRETRAINED_ADAPTER = "pretrained"  # an adapter from MLM pretraining, frozen under the task adapter (stack)
 HEAD_PATTERN = re.compile(r"(^|\.)(classifier|pooler|score|heads)\.")
-# The module names the weights each method adds sit under (`Method.adds`), registered with the method: what
-# `is_added` and every parameter count ask, so a method family declares its added weights in one place.
-ADDED_BY: dict[str, frozenset[str]] = {}
 LAYER_PATTERN = re.compile(r"\.layer\.(\d+)\.")
 
 
@@ -53,8 +50,8 @@ def is_adapter(name: str) -> bool:
 
 def is_added(name: str) -> bool:
     """A weight that a method added to the backbone (adapter, LoRA, prefix, prompt, ...): under a module name some
-    method declares it adds (`Method.adds`)."""
-    return bool(_added_pattern(frozenset().union(*ADDED_BY.values())).search(name))
+    method's facts declare it adds (`MethodFacts.adds`), so a family declares its added weights in one place."""
+    return bool(_added_pattern(frozenset().union(*(f.adds for f in METHOD_FACTS.values()))).search(name))
 
 
 @cache
@@ -77,65 +74,40 @@ def is_bias(name: str) -> bool:
 
 @dataclass(frozen=True)
 class Method:
+    """A method's implementation, attached by name to its facts (`runs.method_catalog`: what it adds, its defaults,
+    the settings it takes, its capabilities), which read as its own attributes (`method.default_learning_rate`).
+    `trainable(parameter name, model, config)`: whether a weight trains; `prepare(model, config)`: the model with what
+    the method adds; `pretraining_adapter(hidden, width)`: the `adapters` config of the adapter 02_dapt trains for a
+    method that `continues` one; `own_rate(name)`: the parameters a multi-task run trains at the method's own rate
+    (`hypernetwork_learning_rate`); `transfer(model, tasks)`: prepare a source run's trained model for new tasks
+    (`transfer_from`), training only what they add."""
+
     name: str
-    description: str
-    trainable: Callable[[str, nn.Module, object], bool] = field(repr=False)  # (parameter name, model, config)
+    trainable: Callable[[str, nn.Module, object], bool] = field(repr=False)
     prepare: Callable[[nn.Module, object], nn.Module] = field(default=lambda model, config: model, repr=False)
-    default_learning_rate: float = 2e-5
-    # the module names the weights it adds to the backbone sit under ("adapters", "loras"): `is_added` and every
-    # parameter count read them (a selective method adds none)
-    adds: tuple[str, ...] = ()
-    # the kinds of `adapters` method it attaches (`AdapterMethod` names: "bottleneck", "lora", ...) or structures
-    # of its own it needs ("bert_sublayers"): a backbone that offers fewer cannot run it (`adapter_interfaces`)
-    attaches: frozenset[str] = frozenset()
-    # the settings models (`runs.method_settings`) of the run settings only methods naming them take: a run of any
-    # other method refuses them, naming these; the run configs inherit their fields
-    settings: tuple[type, ...] = ()
-    default_adapter_size: int | None = None
-    continues: str | None = None  # the pretrained adapter (02_dapt's `mode`) this method trains on
-    # the `adapters` config of the adapter 02_dapt trains in mode `continues`, from (hidden size, width or None)
     pretraining_adapter: Callable[[int, int | None], object] | None = field(default=None, repr=False)
-    stackable: bool = False  # sits on a frozen pretrained adapter (adapters' Stack)
-    fusion_source: bool = False  # its trained adapter is one AdapterFusion can combine (a single-task source)
-    per_task_adapters: bool = False  # a multi-task run of it keeps an adapter per task (Fusion w/ MT-A's sources)
-    changes_sequence: bool = False  # adds positions to the input or to attention's keys (soft prompts, prefixes)
-    # the parameters a multi-task run trains at the method's own rate (`hypernetwork_learning_rate`), by name
     own_rate: Callable[[str], bool] | None = field(default=None, repr=False)
-    # a transfer (`transfer_from`): prepare a source run's trained model for new tasks, training only what they add
     transfer: Callable[[nn.Module, tuple[str, ...]], None] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        """A method that takes a setting has what the setting needs, checked when it is registered."""
+        """Its facts are declared, and a method that takes a setting has what the setting needs."""
+        facts = method_facts(self.name)  # one error naming the declared methods for an undeclared one
         needs = {"transfer_from": "transfer", "hypernetwork_learning_rate": "own_rate"}
-        missing = [f"takes {s} but no `{h}`" for s, h in needs.items() if s in self.takes and not getattr(self, h)]
-        if self.continues and not self.pretraining_adapter:
-            missing.append(f"continues pretraining mode {self.continues!r} but has no `pretraining_adapter`")
+        missing = [f"takes {s} but no `{h}`" for s, h in needs.items() if s in facts.takes and not getattr(self, h)]
+        if facts.continues and not self.pretraining_adapter:
+            missing.append(f"continues pretraining mode {facts.continues!r} but has no `pretraining_adapter`")
         if missing:
             raise ValueError(f"method {self.name!r}: {'; '.join(missing)}")
-        ADDED_BY[self.name] = frozenset(self.adds)
-        METHOD_FACTS[self.name] = MethodFacts(
-            self.name,
-            self.default_learning_rate,
-            self.default_adapter_size,
-            self.takes,
-            self.continues,
-            self.stackable,
-            self.fusion_source,
-            self.per_task_adapters,
-        )
 
     @property
-    def takes(self) -> frozenset[str]:
-        """The names of the settings this method takes."""
-        return frozenset(name for model in self.settings for name in model.model_fields)
+    def facts(self) -> MethodFacts:
+        return method_facts(self.name)
 
-    @property
-    def uses_adapter_size(self) -> bool:
-        return "adapter_size" in self.takes
-
-    @property
-    def uses_top_k(self) -> bool:
-        return "top_k_layers" in self.takes
+    def __getattr__(self, name: str):
+        """The facts read as the method's own attributes (`description`, `adds`, `takes`, ...)."""
+        if name.startswith("_") or "name" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(method_facts(self.__dict__["name"]), name)
 
     def apply(self, model: nn.Module, config) -> nn.Module:
         """Prepare `model` for this method and set `requires_grad` on every parameter."""

@@ -12,8 +12,6 @@ from torch import nn
 from adaptstudy.models.adapter_interfaces import init_adapters
 from adaptstudy.models.methods.base import ADAPTER_NAME, Method, is_added, is_head
 
-PROMPT_TOKENS = 20
-
 
 def _library_method(config_class: str, **options) -> Callable[[nn.Module, object], nn.Module]:
     """`prepare` for a method the `adapters` package implements (its config class by name, imported
@@ -28,27 +26,18 @@ def _library_method(config_class: str, **options) -> Callable[[nn.Module, object
     return prepare
 
 
-def from_library(
-    name: str,
-    description: str,
-    config_class: str,
-    learning_rate: float,
-    adds: tuple[str, ...],
-    changes_sequence: bool = False,
-    continues: str | None = None,
-    **options,
-) -> Method:
-    """A method the `adapters` package implements: what it adds (under the module names `adds`) trains, with the
-    head; nothing else does."""
+def from_library(name: str, config_class: str, **options) -> Method:
+    """A method the `adapters` package implements, its facts declared in `runs.method_catalog`: what it adds (under
+    the module names its facts name) trains, with the head; nothing else does."""
     return Method(
         name,
-        description + " + head",
         trainable=lambda n, *_: is_added(n) or is_head(n),
         prepare=_library_method(config_class, **options),
-        default_learning_rate=learning_rate,
-        adds=adds,
-        attaches=frozenset(AdapterMethod.get_from_config(getattr(adapters, config_class)(**options))),
-        changes_sequence=changes_sequence,
-        continues=continues,
-        pretraining_adapter=(lambda hidden, width: getattr(adapters, config_class)(**options)) if continues else None,
+        pretraining_adapter=(lambda hidden, width: getattr(adapters, config_class)(**options)),
     )
+
+
+def attached(config_class: str, **options) -> frozenset[str]:
+    """The kinds of `adapters` method a library config attaches, as the package reads it (the catalog's
+    `attaches` must say the same: tested)."""
+    return frozenset(AdapterMethod.get_from_config(getattr(adapters, config_class)(**options)))
