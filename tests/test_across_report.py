@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from adaptstudy.claims.evidence import Arm, contrast
 from adaptstudy.data import load_task
 from adaptstudy.launch.sweep import plan as sweep_plan
 from adaptstudy.planning import fusion as plan
@@ -19,7 +20,6 @@ from adaptstudy.reporting.across.hyperformer import search
 from adaptstudy.reporting.across.hyperformer import tables as hy
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.costs import costs, run_costs, spent, study_cost
-from adaptstudy.reporting.evidence import Arm, contrast
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.predictions import stored_predictions
@@ -521,8 +521,8 @@ def test_the_shared_adapter_is_not_called_the_papers_adapters_dagger_nor_mt_a():
     adapters)."""
     import nbformat
 
+    from adaptstudy.claims.catalog import CLAIMS
     from adaptstudy.common.paths import PROJECT_ROOT
-    from adaptstudy.reporting.claims import CLAIMS
 
     claim = CLAIMS.get("hyperformer.beats-mt-adapters")
     assert "Adapters†" in claim.published and "one adapter for each of the 8 tasks" in claim.published

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from adaptstudy.claims.catalog import CLAIMS
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.planning.allocation import allocate, grids, write_run_ids
-from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.confirmation import BUDGET_H, STUDIES, confirmation_note
 from adaptstudy.runs.finetune_config import FinetuneConfig
 from adaptstudy.runs.grid import Grid

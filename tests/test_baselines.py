@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from adaptstudy.claims.baselines import MissingLabelsError, baseline, learned_nothing, record_baseline
 from adaptstudy.data.tasks import load_task
-from adaptstudy.reporting.baselines import MissingLabelsError, baseline, learned_nothing, record_baseline
 from adaptstudy.runs.predictions import stored_labels, stored_predictions
 from adaptstudy.training.splits import task_splits
 

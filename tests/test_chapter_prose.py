@@ -92,7 +92,7 @@ def test_a_verdict_word_is_read_once_and_only_as_a_verdict():
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_every_verdict_word_the_prose_writes_is_one_its_claims_give(path, every_verdict):
     """A rerun that moves a verdict fails here until the sentence that writes it follows."""
-    from adaptstudy.reporting.claims import CLAIMS
+    from adaptstudy.claims.catalog import CLAIMS
     from adaptstudy.reporting.prose_verdicts import problems
 
     verdicts, _ = every_verdict
@@ -104,7 +104,7 @@ def test_the_verdict_check_catches_a_wrong_word_an_untagged_one_and_an_unknown_c
     import nbformat
     from nbformat.v4 import new_markdown_cell, new_notebook
 
-    from adaptstudy.reporting.claims import CLAIMS
+    from adaptstudy.claims.catalog import CLAIMS
     from adaptstudy.reporting.prose_verdicts import given, problems
 
     verdicts, _ = every_verdict

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from adaptstudy.claims.catalog import CLAIMS
+from adaptstudy.claims.declarations import load_declaration
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.chapters import Chapter, book_pages, load_chapters
-from adaptstudy.reporting.claims import CLAIMS
-from adaptstudy.reporting.declarations import load_declaration
 from adaptstudy.reporting.published import published_frame
 
 CHAPTERS = load_chapters()

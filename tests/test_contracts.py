@@ -68,3 +68,34 @@ def test_a_run_config_importing_the_data_or_the_models_breaks_the_layers(tmp_pat
     env = {"PYTHONPATH": str(tmp_path / "src"), "PATH": "/usr/bin:/bin"}
     out = subprocess.run(lint, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert out.returncode != 0 and "Layers follow the data flow" in out.stdout and "BROKEN" in out.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "planted", ["reporting.houlsby import tables", "training.core import Session", "models.backbones import BACKBONES"]
+)
+def test_the_claims_engine_importing_a_chapter_or_the_training_stack_breaks_its_contract(tmp_path, planted):
+    """The claims engine judges records alone: one import of a chapter, of training or of the models, planted in
+    its verdicts' module, breaks its contract (and a chapter's, the layers')."""
+    shutil.copytree(PROJECT_ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path)
+    verdicts = tmp_path / "src" / "adaptstudy" / "claims" / "verdicts.py"
+    verdicts.write_text(
+        verdicts.read_text().replace("\nimport numpy", f"\nfrom adaptstudy.{planted}  # noqa: F401\nimport numpy", 1)
+    )
+    lint = [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"]
+    env = {"PYTHONPATH": str(tmp_path / "src"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(lint, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode != 0, out.stdout[-2000:]
+    assert "The claims engine imports neither the training stack nor any chapter BROKEN" in out.stdout
+
+
+def test_the_engine_lives_outside_the_report_and_no_module_outgrows_a_reading():
+    """The claims engine (intervals, verdicts, ledgers) is a package of its own beside the report, which keeps the
+    chapters, tables and figures: at most 35% of the source's lines, and no module over 400 lines."""
+    src = PROJECT_ROOT / "src" / "adaptstudy"
+    lines = {p: len(p.read_text(encoding="utf-8").splitlines()) for p in src.rglob("*.py")}
+    report = sum(n for p, n in lines.items() if "reporting" in p.relative_to(src).parts)
+    assert (src / "claims" / "evidence.py").is_file() and not (src / "reporting" / "evidence.py").exists()
+    assert report <= 0.35 * sum(lines.values()), f"reporting/ holds {report / sum(lines.values()):.0%} of src/"
+    assert not {str(p.relative_to(src)): n for p, n in lines.items() if n > 400}

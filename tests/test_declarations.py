@@ -8,18 +8,18 @@ import pytest
 import yaml
 
 import adaptstudy.reporting.scorecard  # noqa: F401  (imports every chapter, which registers its claims)
+from adaptstudy.claims.catalog import CLAIMS
+from adaptstudy.claims.catalog import DECLARATIONS as CHAPTER_FILES
+from adaptstudy.claims.declarations import Declaration, Declared, load_declaration
+from adaptstudy.claims.ledgers import amend
+from adaptstudy.claims.protocol import protocol
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.chapters import CHAPTERS
-from adaptstudy.reporting.claims import CLAIMS
-from adaptstudy.reporting.claims import DECLARATIONS as CHAPTER_FILES
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.reporting.declarations import Declaration, Declared, load_declaration
 from adaptstudy.reporting.findings import findings_table
 from adaptstudy.reporting.houlsby import claims as houlsby_claims
 from adaptstudy.reporting.houlsby import tables as houlsby_tables
 from adaptstudy.reporting.houlsby.choices import extended_selection_runs
-from adaptstudy.reporting.ledgers import amend
-from adaptstudy.reporting.protocol import protocol
 
 DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))
 
@@ -244,7 +244,7 @@ def test_a_finding_names_only_claims_of_its_file():
 
 def test_a_claim_requires_only_a_declared_claim_and_is_not_testable_until_it_holds(committed_verdicts):
     """`requires` names a claim of the registry; where it does not hold, the verdict says which and how it stands."""
-    from adaptstudy.reporting.claims import CLAIMS
+    from adaptstudy.claims.catalog import CLAIMS
 
     required = {k: CLAIMS.get(k).design.requires for k in CLAIMS.names() if CLAIMS.get(k).design.requires}
     assert required == {
@@ -271,7 +271,7 @@ def _git_available() -> bool:
 @pytest.mark.skipif(not _git_available(), reason="the ledger dates are checked against git history")
 @pytest.mark.parametrize("path", DECLARATIONS, ids=lambda p: p.parent.name)
 def test_every_ledger_entry_is_dated_between_the_commits_around_the_one_that_added_it(path):
-    from adaptstudy.reporting.ledger_history import misdated_entries
+    from adaptstudy.claims.ledger_history import misdated_entries
 
     assert misdated_entries(path) == []
 
@@ -282,7 +282,7 @@ def test_a_backdated_amendment_is_caught_naming_its_claim_and_commit(tmp_path):
     import subprocess
     from datetime import datetime, timezone
 
-    from adaptstudy.reporting.ledger_history import misdated_entries
+    from adaptstudy.claims.ledger_history import misdated_entries
 
     def git(*args, when="2026-12-05T01:00:00+00:00"):
         env = {"GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when, "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
@@ -362,10 +362,10 @@ def test_a_budget_is_declared_data_and_its_dates_are_part_of_the_chapters_protoc
     import pytest
     from pydantic import ValidationError
 
-    from adaptstudy.reporting.budgets import Budget
+    from adaptstudy.claims.budgets import Budget
+    from adaptstudy.claims.protocol import fingerprint, protocol
     from adaptstudy.reporting.houlsby import choices
     from adaptstudy.reporting.houlsby.chapter import CHAPTER
-    from adaptstudy.reporting.protocol import fingerprint, protocol
 
     assert (choices.EXTENDED.since, choices.EXTENDED.until) == (date(2026, 12, 4), date(2026, 12, 5))
     part = "the extended selection's budget (claims.yaml budgets)"
@@ -379,7 +379,7 @@ def test_a_budget_is_declared_data_and_its_dates_are_part_of_the_chapters_protoc
 
 def _as_the_ledger_wrote_it(part: str) -> str:
     """The fingerprint of a Houlsby protocol part as its ledgers last wrote it down."""
-    from adaptstudy.reporting.claims import CLAIMS
+    from adaptstudy.claims.catalog import CLAIMS
 
     return CLAIMS.get("houlsby.parity").declared.recorded_protocol[part]
 
@@ -412,7 +412,7 @@ def test_a_declaration_that_would_judge_wrongly_is_one_error_naming_the_file_and
 
 
 def test_a_margin_of_zero_or_less_is_refused_and_a_direction_at_zero_is_not():
-    from adaptstudy.reporting.declarations import Design
+    from adaptstudy.claims.declarations import Design
 
     design = {"sentence": "s", "where": "w", "published": "–", "effect": "a − b", "arms": ["a", "b"], "units": ["cola"]}
     with pytest.raises(ValueError, match="rule within -5: a margin is a positive number of points, not -5"):
@@ -425,9 +425,9 @@ def test_a_margin_of_zero_or_less_is_refused_and_a_direction_at_zero_is_not():
 
 
 def test_a_claim_the_code_judges_but_the_file_no_longer_declares_is_one_error_naming_the_file(tmp_path, monkeypatch):
+    from adaptstudy.claims import catalog as claims
+    from adaptstudy.claims.catalog import declare_chapter
     from adaptstudy.common.registry import Registry
-    from adaptstudy.reporting import claims
-    from adaptstudy.reporting.claims import declare_chapter
 
     monkeypatch.setattr(claims, "CLAIMS", Registry("claim"))  # the project's registry stays as it is
     monkeypatch.setattr(claims, "DECLARATIONS", {})

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from adaptstudy.claims.evidence import VERDICTS, Arm, Rule, Unit, all_of, contrast, judge
+from adaptstudy.claims.resampling import resampled_metric
 from adaptstudy.data.metrics import compute_metrics
-from adaptstudy.reporting.evidence import VERDICTS, Arm, Rule, Unit, all_of, contrast, judge
-from adaptstudy.reporting.resampling import resampled_metric
 
 TASKS, SEEDS, DRAWS = 5, 5, 500
 

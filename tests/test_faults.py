@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import yaml
 
+from adaptstudy.claims.baselines import learned_nothing, task_of
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.launch import cells, cli
 from adaptstudy.launch import sweep as sw
-from adaptstudy.reporting.baselines import learned_nothing, task_of
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.runs import records
 from adaptstudy.runs.base import ConfigError

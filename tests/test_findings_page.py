@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from adaptstudy.reporting.declarations import RuleSpec
+from adaptstudy.claims.declarations import RuleSpec
 from adaptstudy.reporting.findings import findings_by_paper
 from adaptstudy.reporting.scorecard import headline, scorecard
 

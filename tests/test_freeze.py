@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 import yaml
 
+from adaptstudy.claims.declarations import Entry, load_declaration
+from adaptstudy.claims.evidence import Judgement
+from adaptstudy.claims.freeze import confirmatory_since, first_freeze, freeze, frozen_at
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.planning.power import MIN_SEEDS, claim_cells, one_evaluation_set, plan, seeds_needed
-from adaptstudy.reporting.declarations import Entry, load_declaration
-from adaptstudy.reporting.evidence import Judgement
-from adaptstudy.reporting.freeze import confirmatory_since, first_freeze, freeze, frozen_at
 from adaptstudy.reporting.power_plan import why_unconfirmed
 
 HOULSBY = PROJECT_ROOT / "src" / "adaptstudy" / "reporting" / "houlsby" / "claims.yaml"
@@ -112,7 +112,7 @@ def planned(committed_verdicts):
 
 
 def test_the_power_plan_lists_every_claim_once_keeps_to_its_budget_and_buys_a_shared_cell_once(planned):
-    from adaptstudy.reporting.claims import CLAIMS
+    from adaptstudy.claims.catalog import CLAIMS
 
     table, taken = planned
     assert table["claim"].is_unique and set(table["claim"]) == set(CLAIMS.names())

@@ -386,10 +386,10 @@ def test_a_new_family_declares_the_weights_it_adds_and_every_count_follows(monke
 
 
 @pytest.mark.slow
-def test_the_readmes_new_family_is_one_module_and_one_registration_and_runs_through_04_finetune(tmp_path, monkeypatch):
-    """The README's worked example, as a contributor follows it in a copy of the project: its facts in the catalog,
-    its module, its import in the registry and its line in the methods' list; `04_finetune` trains it, and the record
-    counts its scales as trained and added (6 layers × 384), the backbone as the backbone's own."""
+def test_the_guides_new_family_is_one_module_and_one_registration_and_runs_through_04_finetune(tmp_path, monkeypatch):
+    """The extending guide's worked example, as a contributor follows it in a copy of the project: its facts in the
+    catalog, its module, its import in the registry and its line in the methods' list; `04_finetune` trains it, and
+    the record counts its scales as trained and added (6 layers × 384), the backbone as the backbone's own."""
     import shutil
     import textwrap
 
@@ -399,8 +399,8 @@ def test_the_readmes_new_family_is_one_module_and_one_registration_and_runs_thro
     from adaptstudy.common.paths import PROJECT_ROOT
     from adaptstudy.runs.records import read_records
 
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = dict(re.findall(r"<!-- example: (\S+) -->\n\s*```python\n(.*?)\n\s*```", readme, flags=re.S))
+    guide = (PROJECT_ROOT / "book" / "guides" / "extending.md").read_text(encoding="utf-8")
+    blocks = dict(re.findall(r"<!-- example: (\S+) -->\n\s*```python\n(.*?)\n\s*```", guide, flags=re.S))
     module, registration = textwrap.dedent(blocks["src/adaptstudy/models/methods/scaled_bias.py"]), blocks["registry"]
     shutil.copytree(PROJECT_ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "src/adaptstudy/models/methods/scaled_bias.py").write_text(module)

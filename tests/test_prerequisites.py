@@ -8,10 +8,10 @@ import math
 import pandas as pd
 import pytest
 
+from adaptstudy.claims.freeze import confirmatory_since
+from adaptstudy.claims.prerequisites import TOLERANCE, differs, standing, trainings, unaccepted
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.reporting.freeze import confirmatory_since
-from adaptstudy.reporting.prerequisites import TOLERANCE, differs, standing, trainings, unaccepted
 
 RESULTS = PROJECT_ROOT / "results"
 SOURCE = "84d690388213c146"  # Hyperformer++ on five GLUE tasks: the few-shot cells' transfer source

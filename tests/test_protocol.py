@@ -7,13 +7,13 @@ import inspect
 
 import pytest
 
+from adaptstudy.claims import protocol as protocol_module
+from adaptstudy.claims.declarations import load_declaration
+from adaptstudy.claims.protocol import protocol
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting import protocol as protocol_module
 from adaptstudy.reporting.chapters import CHAPTERS, load_chapters
-from adaptstudy.reporting.declarations import load_declaration
 from adaptstudy.reporting.houlsby import choices
 from adaptstudy.reporting.houlsby import claims as houlsby_claims
-from adaptstudy.reporting.protocol import protocol
 
 load_chapters()  # registers every chapter
 
@@ -124,7 +124,7 @@ def test_every_grid_of_a_chapter_s_study_is_in_its_protocol():
 
 
 def test_a_semantic_change_to_the_resampling_fails_the_ledger_naming_the_interval(monkeypatch):
-    from adaptstudy.reporting import resampling
+    from adaptstudy.claims import resampling
 
     _edit_source(monkeypatch, resampling, "tp.sum(axis=1) / n", "tp.sum(axis=1) / (n + 1)")
     why = _houlsby_parity_unamended(CHAPTERS.get("houlsby"))
@@ -183,7 +183,7 @@ def test_a_docstring_or_comment_is_no_change(monkeypatch):
 def test_the_amend_command_records_a_protocol_change_with_the_parts_as_they_were(tmp_path):
     """A changed part becomes an amendment of every claim of the chapter: `protocol_was` keeps the part's earlier
     fingerprint, and the ledger then matches the protocol as it is."""
-    from adaptstudy.reporting.ledgers import amend
+    from adaptstudy.claims.ledgers import amend
 
     source = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby/claims.yaml"
     path = tmp_path / "claims.yaml"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from adaptstudy.claims.catalog import CLAIMS
 from adaptstudy.data.tasks import resolve_task
 from adaptstudy.reporting.across.fusion.published import PFEIFFER_2021
 from adaptstudy.reporting.across.hyperformer.published import HYPER_ABLATED, HYPER_ABLATION, HYPER_FEW_SHOT
-from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.dsp.published import DSP_METRICS, GURURANGAN_2020
 from adaptstudy.reporting.houlsby.published import HOULSBY_COURSE, HOULSBY_SIZE_MEANS
 from adaptstudy.reporting.peft.published import PEFT_REPORT_EPOCH_S

@@ -14,7 +14,13 @@ GIT = ROOT if (ROOT / ".git").exists() else None
 
 
 def _files() -> list[Path]:
-    files = [ROOT / "README.md", ROOT / "Makefile", *sorted((ROOT / "book").glob("*.md")), ROOT / "book" / "_toc.yml"]
+    files = [
+        ROOT / "README.md",
+        ROOT / "Makefile",
+        *sorted((ROOT / "book").glob("*.md")),
+        *sorted((ROOT / "book" / "guides").glob("*.md")),
+        ROOT / "book" / "_toc.yml",
+    ]
     for tree in TREES:
         files += sorted(p for p in (ROOT / tree).rglob("*") if p.is_file() and p.suffix in SUFFIXES)
     return [f for f in files if f.is_file()]

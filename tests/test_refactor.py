@@ -6,16 +6,16 @@ import inspect
 
 import pytest
 
+from adaptstudy.claims import evidence
+from adaptstudy.claims import protocol as protocol_module
+from adaptstudy.claims.declarations import Entry, load_declaration
+from adaptstudy.claims.freeze import confirmatory_since
+from adaptstudy.claims.ledgers import amend
+from adaptstudy.claims.protocol import protocol
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting import evidence
-from adaptstudy.reporting import protocol as protocol_module
 from adaptstudy.reporting.chapters import CHAPTERS, load_chapters
-from adaptstudy.reporting.declarations import Entry, load_declaration
-from adaptstudy.reporting.freeze import confirmatory_since
 from adaptstudy.reporting.houlsby_base import claims as base_claims
-from adaptstudy.reporting.ledgers import amend
 from adaptstudy.reporting.outcomes import chapter_outcomes
-from adaptstudy.reporting.protocol import protocol
 
 load_chapters()
 DECLARATION = PROJECT_ROOT / "src/adaptstudy/reporting/houlsby_base/claims.yaml"

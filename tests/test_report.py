@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from adaptstudy.claims.evidence import VERDICTS
 from adaptstudy.reporting.common import format_mean_sd, load_runs, mean_sd, scale_note
 from adaptstudy.reporting.costs import partly_timed, run_costs, study_cost
-from adaptstudy.reporting.evidence import VERDICTS
 from adaptstudy.reporting.foundation import adapter_gap, compare_with_published
 from adaptstudy.reporting.houlsby.published import HOULSBY_2019
 from adaptstudy.reporting.selection import (

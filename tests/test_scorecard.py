@@ -6,10 +6,10 @@ import matplotlib
 import pandas as pd
 import pytest
 
+from adaptstudy.claims.catalog import CLAIMS
+from adaptstudy.claims.evidence import VERDICTS
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.common import SELECTION_SEED
-from adaptstudy.reporting.evidence import VERDICTS
 from adaptstudy.reporting.power_plan import POWER_PLAN
 from adaptstudy.reporting.scorecard import (
     COLUMNS,
@@ -160,7 +160,7 @@ def test_a_confirmatory_verdict_rests_on_the_runs_made_after_the_claims_design_a
 def test_fresh_runs_keep_the_choosing_seed_and_the_reported_runs_after_the_design_alone():
     from datetime import datetime, timezone
 
-    from adaptstudy.reporting.fresh_seeds import fresh_runs
+    from adaptstudy.claims.fresh_seeds import fresh_runs
 
     runs = pd.DataFrame(
         {

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from adaptstudy.claims.shared_examples import on_shared_examples
+from adaptstudy.claims.verdicts import arm
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.claims import arm
-from adaptstudy.reporting.shared_examples import on_shared_examples
 
 
 def _agnews_dapt_records() -> list[dict]:

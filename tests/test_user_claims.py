@@ -1,4 +1,4 @@
-"""A user's own claims on their own records: a declaration file and the README's command give the chapters' verdict
+"""A user's own claims on their own records: a declaration file and the guide's command give the chapters' verdict
 table for a custom task built in a temporary folder, without code; a bad declaration is one clear error."""
 
 import re
@@ -238,21 +238,6 @@ def test_the_user_table_says_whether_each_verdict_is_exploratory_or_confirmatory
     path, results = user_records
     table = user_claims.user_table(user_claims.load_user_declaration(path), user_claims.load_runs(results))
     assert table.loc[0, "status"] == "exploratory: declared now, after its 6 runs"
-
-
-def test_the_readme_worked_example_runs_on_the_committed_records_and_prints_what_the_readme_shows(tmp_path, capsys):
-    import re
-
-    from adaptstudy.common.paths import PROJECT_ROOT
-
-    readme = (PROJECT_ROOT / "README.md").read_text()
-    section = readme[readme.index("A worked example on this project's own Houlsby records") :]
-    declaration, shown = re.findall(r"```(?:yaml|text)\n(.*?)```", section, re.S)[:2]
-    path = tmp_path / "mine.yaml"
-    path.write_text(declaration)
-    assert user_claims.main([str(path), "--results-dir", str(PROJECT_ROOT / "results" / "houlsby")]) == 0
-    printed = capsys.readouterr().out
-    assert printed.strip() == shown.strip()
 
 
 def test_a_claim_of_closeness_without_the_reason_for_its_margin_stops_naming_it(tmp_path):

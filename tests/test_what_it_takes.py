@@ -3,9 +3,9 @@ the evaluation examples' sampling error alone is wider than our effect's distanc
 
 import math
 
-from adaptstudy.reporting.evidence import Judgement, Rule
+from adaptstudy.claims.evidence import Judgement, Rule
+from adaptstudy.claims.what_it_takes import Z, distance, need, what_it_takes
 from adaptstudy.reporting.findings import findings_by_paper
-from adaptstudy.reporting.what_it_takes import Z, distance, need, what_it_takes
 
 
 def _judged(effect: float, se: float, example_var: float, seeds: int = 3) -> Judgement:

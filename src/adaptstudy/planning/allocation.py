@@ -34,8 +34,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.data import load_task, resolve_task
-from adaptstudy.reporting.claims import Verdict
 from adaptstudy.reporting.confirmation import BUDGET_H, RULE_FILE, STUDIES, rule
 from adaptstudy.reporting.scorecard import chapter_runs, chapter_verdicts, status
 from adaptstudy.runs.grid import CONFIGS, grid_configs

@@ -23,10 +23,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from adaptstudy.claims.freeze import frozen_at
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.planning.stage_2 import _PlainDumper
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.reporting.freeze import frozen_at
 from adaptstudy.reporting.houlsby_base.claims import ABLATED, DECLARED, ONE_LAYER
 from adaptstudy.reporting.houlsby_base.tables import at_chosen_rates, chosen_rates, label_runs
 from adaptstudy.runs.grid import grid_configs

@@ -34,6 +34,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from adaptstudy.claims.evidence import Judgement
+from adaptstudy.claims.verdicts import Verdict
+from adaptstudy.claims.what_it_takes import Z, distance
 from adaptstudy.planning.allocation import (
     PlanCell,
     chapter_records,
@@ -42,11 +45,8 @@ from adaptstudy.planning.allocation import (
     record_seconds,
     write_run_ids,
 )
-from adaptstudy.reporting.claims import Verdict
-from adaptstudy.reporting.evidence import Judgement
 from adaptstudy.reporting.power_plan import BUDGET_H
 from adaptstudy.reporting.scorecard import chapter_runs, chapter_verdicts
-from adaptstudy.reporting.what_it_takes import Z, distance
 from adaptstudy.runs.grid import CONFIGS
 
 MIN_SEEDS = 3  # fresh seeds per arm: a verdict on fresh seeds alone needs an interval over them

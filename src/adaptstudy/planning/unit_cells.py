@@ -64,7 +64,7 @@ def lost_units(chapter: Chapter, runs: pd.DataFrame, cells: set[Key], claims: se
     not run."""
     lost = {}
     for v in chapter.verdicts(_stand_in(chapter, runs, cells)):
-        missing = v._judged[2].get("not run", [])
+        missing = v.not_testable_because.get("not run", [])
         if v.claim.key in claims and missing:
             lost[v.claim.key] = missing
     return lost

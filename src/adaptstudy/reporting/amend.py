@@ -22,13 +22,13 @@ from pathlib import Path
 import pandas as pd
 from pydantic import ValidationError
 
+from adaptstudy.claims.catalog import DECLARATIONS
+from adaptstudy.claims.declarations import Declaration, load_declaration
+from adaptstudy.claims.freeze import freeze, frozen_at
+from adaptstudy.claims.ledgers import amend
+from adaptstudy.claims.protocol import protocol
 from adaptstudy.common import strict_yaml
 from adaptstudy.reporting.chapters import load_chapters
-from adaptstudy.reporting.claims import DECLARATIONS
-from adaptstudy.reporting.declarations import Declaration, load_declaration
-from adaptstudy.reporting.freeze import freeze, frozen_at
-from adaptstudy.reporting.ledgers import amend
-from adaptstudy.reporting.protocol import protocol
 from adaptstudy.runs.records import made_at, read_records
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from adaptstudy.claims.fresh_seeds import fresh_verdicts
+from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.common.registry import Registry
-from adaptstudy.reporting.claims import Verdict
-from adaptstudy.reporting.fresh_seeds import fresh_verdicts
 
 TOC = PROJECT_ROOT / "book" / "_toc.yml"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.chapters import load_chapters
-from adaptstudy.reporting.claims import Verdict
 from adaptstudy.runs.records import paid_evaluation, paid_seconds, records_frame
 
 PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm"  # the first plan; a later wave is a folder of its own inside it

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from adaptstudy.reporting.claims import CLAIMS, DECLARATIONS, Verdict
-from adaptstudy.reporting.declarations import load_declaration
+from adaptstudy.claims.catalog import CLAIMS, DECLARATIONS
+from adaptstudy.claims.declarations import load_declaration
+from adaptstudy.claims.verdicts import Verdict
+from adaptstudy.claims.what_it_takes import what_it_takes
 from adaptstudy.reporting.power_plan import power_plan, why_unconfirmed
-from adaptstudy.reporting.what_it_takes import what_it_takes
 from adaptstudy.runs.records import made_at
 
 

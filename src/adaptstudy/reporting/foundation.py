@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from adaptstudy.claims.evidence import Arm, Rule, contrast, judge
 from adaptstudy.reporting.common import config_column, method_label
-from adaptstudy.reporting.evidence import Arm, Rule, contrast, judge
 from adaptstudy.reporting.published import published_frame
 
 

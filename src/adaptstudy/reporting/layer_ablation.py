@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.claims import out_of_order
-from adaptstudy.reporting.evidence import Arm, Unit, contrast
+from adaptstudy.claims.evidence import Arm, Unit, contrast
+from adaptstudy.claims.verdicts import out_of_order
 
 
 def ablation_matrix(record: dict) -> pd.DataFrame:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from adaptstudy.claims.catalog import CLAIMS
+from adaptstudy.claims.freeze import first_freeze, spent_by_amendment
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.claims import CLAIMS
 from adaptstudy.reporting.common import load_runs
-from adaptstudy.reporting.freeze import first_freeze, spent_by_amendment
 from adaptstudy.runs.records import made_at, paid_evaluation, paid_seconds, paid_since
 
 BUDGET_H = 14.0  # the plan's CPU-hours (`planning.power` spends them; the note counts what its runs measured)

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 import nbformat
 
-from adaptstudy.reporting.claims import Verdict
-from adaptstudy.reporting.evidence import Judgement
+from adaptstudy.claims.evidence import Judgement
+from adaptstudy.claims.verdicts import Verdict
 
 _NUMBER = r"[+−-]?\d+(?:\.\d+)?"
 FIGURE = re.compile(

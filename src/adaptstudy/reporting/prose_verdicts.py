@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from adaptstudy.reporting.claims import Verdict
+from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.reporting.prose_figures import nested, undated_paragraphs, under_every_design
 
 TAG = re.compile(r"<!--\s*claims:\s*(?P<names>[^>]*?)\s*-->")

@@ -12,11 +12,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from adaptstudy.claims.catalog import CLAIMS
+from adaptstudy.claims.freeze import confirmatory_since
+from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.reporting.chapters import load_chapters
-from adaptstudy.reporting.claims import CLAIMS, Verdict
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.findings import declared
-from adaptstudy.reporting.freeze import confirmatory_since
 from adaptstudy.reporting.power_plan import power_plan, why_unconfirmed
 from adaptstudy.reporting.verdict_tables import rule_text
 from adaptstudy.runs.records import made_at, paid_evaluation, paid_seconds

@@ -140,3 +140,6 @@ def at_learning_rates(runs: pd.DataFrame, chosen: pd.DataFrame, keys: list[str])
         wanted = merged["_chosen_epochs"].astype(float)
         keep &= wanted.isna() | np.isclose(epochs, wanted)
     return merged[keep].drop(columns=["_chosen_epochs"], errors="ignore")
+
+
+CHOOSING = (choose_learning_rates, at_learning_rates)  # the rate (and epoch) rule and its tie rule: a protocol part

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from adaptstudy.reporting.claims import Claim, Verdict
-from adaptstudy.reporting.evidence import VERDICTS
+from adaptstudy.claims.catalog import Claim
+from adaptstudy.claims.evidence import VERDICTS
+from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.reporting.findings import declared
 
 VERDICT_COLUMNS = [

@@ -1,8 +1,8 @@
 """The dsp chapter's registration: its page, its results folder and how its runs are labelled and judged."""
 
+from adaptstudy.claims.protocol import grid
 from adaptstudy.reporting.chapters import Chapter, register
 from adaptstudy.reporting.dsp import claims, tables
-from adaptstudy.reporting.protocol import grid
 
 CHAPTER = register(
     Chapter(

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
+from adaptstudy.claims.catalog import declaration_path, declare_chapter
+from adaptstudy.claims.evidence import Arm, Rule, Unit, contrast, judge
+from adaptstudy.claims.verdicts import Verdict, arm, verdict_of
 from adaptstudy.reporting.dsp.tables import pretraining_cost
-from adaptstudy.reporting.evidence import Arm, Rule, Unit, contrast, judge
 from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.verdict_tables import verdict_table
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from adaptstudy.claims.baselines import FLAG_NOTE, flagged, learned_nothing, record_baseline
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.baselines import FLAG_NOTE, flagged, learned_nothing, record_baseline
 from adaptstudy.reporting.common import mean_sd, span
 from adaptstudy.reporting.costs import study_cost
 from adaptstudy.reporting.dsp.published import (

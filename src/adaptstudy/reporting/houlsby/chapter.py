@@ -1,8 +1,9 @@
 """The houlsby chapter's registration: its page, its results folder and how its runs are labelled and judged."""
 
+from adaptstudy.claims.protocol import grid
 from adaptstudy.reporting.chapters import Chapter, register
 from adaptstudy.reporting.houlsby import choices, claims, tables
-from adaptstudy.reporting.protocol import CHOOSING, grid
+from adaptstudy.reporting.selection import CHOOSING
 
 CHAPTER = register(
     Chapter(

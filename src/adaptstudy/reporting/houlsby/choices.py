@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from adaptstudy.claims.declarations import load_declaration
 from adaptstudy.reporting.common import SELECTION_SEED, config_column
-from adaptstudy.reporting.declarations import load_declaration
 from adaptstudy.reporting.resumed import as_resumed
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates
 from adaptstudy.runs.records import made_at

@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.baselines import flag_runs, selection_failures
-from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
+from adaptstudy.claims.baselines import flag_runs, selection_failures
+from adaptstudy.claims.catalog import declaration_path, declare_chapter
+from adaptstudy.claims.evidence import Arm, Unit, contrast, judge
+from adaptstudy.claims.verdicts import Verdict, arm, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
-from adaptstudy.reporting.evidence import Arm, Unit, contrast, judge
 from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.houlsby.choices import (
     at_ablation_rates,

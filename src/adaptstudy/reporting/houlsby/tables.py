@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from adaptstudy.reporting.baselines import FLAG_NOTE, constants_by_task, flag_runs, flagged
+from adaptstudy.claims.baselines import FLAG_NOTE, constants_by_task, flag_runs, flagged
+from adaptstudy.claims.evidence import MIN_SEEDS
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
 from adaptstudy.reporting.costs import partly_timed
-from adaptstudy.reporting.evidence import MIN_SEEDS
 from adaptstudy.reporting.houlsby.choices import (
     KEYS,
     SIZE_TIE_RULE,

@@ -1,9 +1,10 @@
 """The base-size claims' registration: their page (the Houlsby chapter's), their results folder, and how their runs
 are labelled and judged."""
 
+from adaptstudy.claims.protocol import grid
 from adaptstudy.reporting.chapters import Chapter, register
 from adaptstudy.reporting.houlsby_base import claims, tables
-from adaptstudy.reporting.protocol import CHOOSING, grid
+from adaptstudy.reporting.selection import CHOOSING
 
 CHAPTER = register(
     Chapter(

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.reporting.baselines import flag_runs, selection_failures
-from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
+from adaptstudy.claims.baselines import flag_runs, selection_failures
+from adaptstudy.claims.catalog import declaration_path, declare_chapter
+from adaptstudy.claims.evidence import Unit, contrast, judge
+from adaptstudy.claims.verdicts import Verdict, arm, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, format_mean_sd
-from adaptstudy.reporting.evidence import Unit, contrast, judge
 from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.houlsby_base.tables import ARMS, KEYS, ablation_records, at_chosen_rates, chosen_rates
 from adaptstudy.reporting.layer_ablation import ablation_units

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from adaptstudy.reporting.baselines import flag_runs
-from adaptstudy.reporting.claims import verdict_of
+from adaptstudy.claims.baselines import flag_runs
+from adaptstudy.claims.evidence import judge
+from adaptstudy.claims.verdicts import verdict_of
 from adaptstudy.reporting.common import config_column
-from adaptstudy.reporting.evidence import judge
 from adaptstudy.reporting.houlsby_base.claims import DECLARED, parity_units
 from adaptstudy.reporting.houlsby_base.tables import label_runs
 from adaptstudy.reporting.published import HOULSBY_2019, HOULSBY_COURSE, published_frame

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.reporting.baselines import flag_runs
-from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
+from adaptstudy.claims.baselines import flag_runs
+from adaptstudy.claims.catalog import declaration_path, declare_chapter
+from adaptstudy.claims.evidence import Unit, contrast
+from adaptstudy.claims.verdicts import Verdict, arm, verdict_of
 from adaptstudy.reporting.common import reported
-from adaptstudy.reporting.evidence import Unit, contrast
 from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.peft.published import PEFT_REPORT_METHODS, PEFT_REPORT_SETTINGS
 from adaptstudy.reporting.peft.tables import at_chosen_rates

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.reporting.baselines import flag_runs
-from adaptstudy.reporting.claims import arm
+from adaptstudy.claims.baselines import flag_runs
+from adaptstudy.claims.evidence import Rule, contrast, judge
+from adaptstudy.claims.verdicts import arm
 from adaptstudy.reporting.common import reported
-from adaptstudy.reporting.evidence import Rule, contrast, judge
 from adaptstudy.reporting.peft.tables import at_chosen_rates
 
 BELOW = Rule("below", 0.0)  # a method is below the best when its difference's interval lies below 0

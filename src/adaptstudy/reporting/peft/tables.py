@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from adaptstudy.reporting.baselines import FLAG_NOTE, flag_runs, flagged
+from adaptstudy.claims.baselines import FLAG_NOTE, flag_runs, flagged
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
 from adaptstudy.reporting.peft.published import (
     PEFT_REPORT,

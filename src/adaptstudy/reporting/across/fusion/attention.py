@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from adaptstudy.claims.evidence import Arm, Unit, contrast
+from adaptstudy.claims.verdicts import Verdict, out_of_order, verdict_of
 from adaptstudy.reporting.across.fusion.claims import DECLARED
-from adaptstudy.reporting.claims import Verdict, out_of_order, verdict_of
-from adaptstudy.reporting.evidence import Arm, Unit, contrast
 
 FUSED = "fusion-st-a"  # the column whose attention the figure shows (the N = 1 control's is trivially 1)
 RELATED = {  # fixed before the runs: each target's nearest sources in kind (the paper's MNLI and SICK are not offline)

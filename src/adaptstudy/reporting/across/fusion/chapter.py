@@ -1,9 +1,10 @@
 """The fusion chapter's registration: its page, its results folder, how its runs are labelled and judged, and what
 else decides its verdicts."""
 
+from adaptstudy.claims.protocol import grid
 from adaptstudy.reporting.across.fusion import tables
 from adaptstudy.reporting.chapters import Chapter, register
-from adaptstudy.reporting.protocol import CHOOSING, grid
+from adaptstudy.reporting.selection import CHOOSING
 
 CHAPTER = register(
     Chapter(

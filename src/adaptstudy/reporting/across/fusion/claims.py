@@ -1,6 +1,6 @@
 """The AdapterFusion half's claims, as declared in `claims.yaml` beside this module; `tables` and `attention` judge
 them."""
 
-from adaptstudy.reporting.claims import declaration_path, declare_chapter
+from adaptstudy.claims.catalog import declaration_path, declare_chapter
 
 DECLARED = declare_chapter(declaration_path(__file__), "fusion")

@@ -12,10 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from adaptstudy.reporting.across.fusion.attention import attention_verdicts
-from adaptstudy.reporting.across.fusion.claims import DECLARED
-from adaptstudy.reporting.across.fusion.published import FUSION_COLUMNS, FUSION_NOT_OFFLINE, PFEIFFER_2021
-from adaptstudy.reporting.baselines import (
+from adaptstudy.claims.baselines import (
     FLAG_NOTE,
     constants_by_task,
     flag_runs,
@@ -24,9 +21,12 @@ from adaptstudy.reporting.baselines import (
     selection_baseline,
     selection_failures,
 )
-from adaptstudy.reporting.claims import Verdict, arm, verdict_of
+from adaptstudy.claims.evidence import Unit, contrast
+from adaptstudy.claims.verdicts import Verdict, arm, verdict_of
+from adaptstudy.reporting.across.fusion.attention import attention_verdicts
+from adaptstudy.reporting.across.fusion.claims import DECLARED
+from adaptstudy.reporting.across.fusion.published import FUSION_COLUMNS, FUSION_NOT_OFFLINE, PFEIFFER_2021
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, mean_sd, scale_note
-from adaptstudy.reporting.evidence import Unit, contrast
 from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.published import published_frame
 from adaptstudy.reporting.selection import choose_learning_rates

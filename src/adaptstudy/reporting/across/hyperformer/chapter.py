@@ -1,9 +1,10 @@
 """The Hyperformer half's registration: its page (the across chapter), its results folder, how its runs are
 labelled and judged, and what else decides its verdicts."""
 
+from adaptstudy.claims.protocol import grid
 from adaptstudy.reporting.across.hyperformer import claims, tables
 from adaptstudy.reporting.chapters import Chapter, register
-from adaptstudy.reporting.protocol import CHOOSING, grid
+from adaptstudy.reporting.selection import CHOOSING
 
 CHAPTER = register(
     Chapter(

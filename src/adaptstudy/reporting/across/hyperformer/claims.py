@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from adaptstudy.claims.baselines import selection_failures, validation_learned
+from adaptstudy.claims.catalog import declaration_path, declare_chapter
+from adaptstudy.claims.evidence import Unit, contrast
+from adaptstudy.claims.verdicts import Verdict, arm, verdict_of
 from adaptstudy.data.spec import resolve_task
 from adaptstudy.reporting.across.hyperformer.published import HYPER_FEW_SHOT
 from adaptstudy.reporting.across.hyperformer.tables import (
@@ -20,10 +24,7 @@ from adaptstudy.reporting.across.hyperformer.tables import (
     main_table_runs,
     task_runs,
 )
-from adaptstudy.reporting.baselines import selection_failures, validation_learned
-from adaptstudy.reporting.claims import Verdict, arm, declaration_path, declare_chapter, verdict_of
 from adaptstudy.reporting.common import SELECTION_SEED, reported
-from adaptstudy.reporting.evidence import Unit, contrast
 from adaptstudy.reporting.findings import finished_times
 from adaptstudy.reporting.verdict_tables import verdict_table
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from adaptstudy.reporting.baselines import validation_learned
+from adaptstudy.claims.baselines import validation_learned
 
 WATCHED = ("cola", "rte")  # the tasks the first round never learned
 KNOBS = {

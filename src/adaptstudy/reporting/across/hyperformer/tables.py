@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from adaptstudy.claims.baselines import flagged, learned_nothing, record_baseline, validation_learned
 from adaptstudy.data.spec import resolve_task
 from adaptstudy.reporting.across.hyperformer.published import (
     HYPER_ABLATED,
@@ -22,7 +23,6 @@ from adaptstudy.reporting.across.hyperformer.published import (
     HYPER_FEW_SHOT,
     HYPER_TABLE1,
 )
-from adaptstudy.reporting.baselines import flagged, learned_nothing, record_baseline, validation_learned
 from adaptstudy.reporting.common import SELECTION_SEED, mean_sd, reported
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates
 

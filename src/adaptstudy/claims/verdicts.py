@@ -15,94 +15,29 @@ only (`reported`): a verdict never rests on the runs that chose.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from adaptstudy.common.registry import Registry
-from adaptstudy.reporting.declarations import Declared, Design, load_declaration
-from adaptstudy.reporting.evidence import Arm, Judgement, Rule, Unit, all_of, format_reasons, judge
-from adaptstudy.reporting.shared_examples import on_shared_examples, unpaired
+from adaptstudy.claims.catalog import Claim
+from adaptstudy.claims.declarations import Design
+from adaptstudy.claims.evidence import Arm, Judgement, Unit, all_of, format_reasons, judge
+from adaptstudy.claims.shared_examples import on_shared_examples, unpaired
 from adaptstudy.runs.resumption import unverified
 
 
-@dataclass(frozen=True)
-class Claim:
-    """One declared claim: `key` (chapter.name), the source, and its declaration (design and ledger)."""
+class Judged(NamedTuple):
+    """What judging a claim's units under a design gives (`Verdict._judged`)."""
 
-    key: str
-    paper: str
-    declared: Declared
-
-    @property
-    def chapter(self) -> str:
-        return self.key.split(".")[0]
-
-    @property
-    def design(self) -> Design:
-        return self.declared.design
-
-    @property
-    def sentence(self) -> str:
-        return self.declared.sentence
-
-    @property
-    def where(self) -> str:
-        return self.declared.where
-
-    @property
-    def published(self) -> str:
-        return self.declared.published
-
-    @property
-    def effect(self) -> str:
-        return self.declared.effect
-
-    @property
-    def rule(self) -> Rule:
-        return self.declared.decision
-
-
-CLAIMS: Registry[Claim] = Registry("claim")
-DECLARATIONS: dict[str, Path] = {}  # chapter -> its declaration file
-
-
-class DeclaredClaims(dict):
-    """A chapter's claims by name; a name its code judges that the file does not declare (renamed or deleted there)
-    is one error naming the file and the names it declares."""
-
-    def __init__(self, path: Path):
-        super().__init__()
-        self.path = path
-
-    def __missing__(self, name: str):
-        raise ValueError(
-            f"{self.path} declares no claim {name!r}, which its chapter's code judges; it declares: {', '.join(self)}"
-        )
-
-
-def declare_chapter(path: str | os.PathLike, chapter: str) -> dict[str, Claim]:
-    """Register every claim of the declaration file at `path` under `chapter.name`; the chapter's claims by name."""
-    declaration = load_declaration(path)
-    DECLARATIONS[chapter] = Path(path)
-    claims = DeclaredClaims(Path(path))
-    for name, declared in declaration.claims.items():
-        key = f"{chapter}.{name}"
-        if key in CLAIMS:
-            raise ValueError(f"claim {key!r} is declared twice")
-        claims[name] = CLAIMS.add(key, Claim(key, declared.paper or declaration.paper, declared))
-    return claims
-
-
-def declaration_path(module_file: str) -> Path:
-    """A chapter's declaration file: `claims.yaml` beside its code."""
-    return Path(module_file).with_name("claims.yaml")
+    names: list[str]  # one per judgement: the comparison, or comparison and unit where every unit is judged alone
+    judgements: list[Judgement]
+    reasons: dict[str, list[str]]  # why the claim is not testable, by reason: the units or comparisons it concerns
+    left_out: list[tuple[str, str, str]]  # (comparison, unit, why) of each declared unit that did not enter
 
 
 @dataclass
@@ -146,8 +81,8 @@ class Verdict:
         return shown
 
     @cached_property
-    def _judged(self) -> tuple[list[str], list[Judgement], dict[str, list[str]], list[tuple[str, str, str]]]:
-        """(names, judgements, reasons the claim is not testable, (comparison, unit, why) of the units left out)."""
+    def _judged(self) -> Judged:
+        """The comparisons' names and judgements, why the claim is not testable, and the units left out."""
         d = self.design
         names, judgements, reasons, left_out = [], [], {}, []
         for name in d.comparisons:
@@ -176,22 +111,22 @@ class Verdict:
                 judgements.append(judgement)
         for reason in reasons:
             reasons[reason] = list(dict.fromkeys(reasons[reason]))
-        return names, judgements, reasons, left_out
+        return Judged(names, judgements, reasons, left_out)
 
     @property
     def names(self) -> list[str]:
-        return self._judged[0]
+        return self._judged.names
 
     @property
     def judgements(self) -> list[Judgement]:
-        return self._judged[1]
+        return self._judged.judgements
 
     @property
     def left_out(self) -> list[str]:
         """The declared units that did not enter, each with why (set aside on selection-stage evidence, or under a
         superseded regime left out at chance), named by comparison where there are several; one reason given once."""
         merged: dict[str, list[str]] = {}
-        for name, unit, why in self._judged[3]:
+        for name, unit, why in self._judged.left_out:
             merged.setdefault(why, []).append(f"{_named(name)}{unit}")
         return [f"{', '.join(dict.fromkeys(units))}: {why}" for why, units in merged.items()]
 
@@ -200,7 +135,7 @@ class Verdict:
         return {r for j_units in self._used_units() for u in j_units for arm in u.arms() for r in arm.run_ids}
 
     def _used_units(self) -> list[list[Unit]]:
-        left = {(name, unit) for name, unit, _ in self._judged[3]}
+        left = {(name, unit) for name, unit, _ in self._judged.left_out}
         return [
             [u for u in self.comparisons.get(n, []) if u.name in self.design.all_units and (n, u.name) not in left]
             for n in self.design.comparisons
@@ -231,19 +166,24 @@ class Verdict:
 
     @property
     def verdict(self) -> str:
-        if self.blocked or self._judged[2]:
+        if self.blocked or self._judged.reasons:
             return "not testable"
         return all_of(self.judgements)
 
+    @property
+    def not_testable_because(self) -> dict[str, list[str]]:
+        """Why the verdict is not testable, by reason ('not run', 'learned nothing', ...): what each concerns."""
+        return self._judged.reasons
+
     def reasons(self) -> str:
         """Why the verdict is not testable, merged over the comparisons."""
-        return "; ".join(filter(None, [self.blocked, format_reasons(self._judged[2])]))
+        return "; ".join(filter(None, [self.blocked, format_reasons(self._judged.reasons)]))
 
     def reason_kinds(self) -> list[str]:
         """The reasons without the units they name ('learned nothing', 'not run', `why`), to count what keeps claims
         from being judged."""
         kinds = [self.blocked] if self.blocked else []
-        return kinds + [r for r in self._judged[2] if r not in kinds]
+        return kinds + [r for r in self._judged.reasons if r not in kinds]
 
     def rests_on(self) -> str:
         """What the verdict rests on and what it left out, in one line: every verdict says it, not only the

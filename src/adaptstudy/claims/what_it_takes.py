@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from adaptstudy.reporting.claims import Verdict
-from adaptstudy.reporting.evidence import LEVEL, Judgement, Rule
+from adaptstudy.claims.evidence import LEVEL, Judgement, Rule
+from adaptstudy.claims.verdicts import Verdict
 
 POWER = 0.8
 Z = stats.norm.ppf(0.5 + LEVEL / 2) + stats.norm.ppf(POWER)  # 2.80: the detectable effect is Z standard errors

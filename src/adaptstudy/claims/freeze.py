@@ -8,8 +8,8 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from adaptstudy.reporting.declarations import Declared, Entry, load_declaration
-from adaptstudy.reporting.ledgers import dump_declaration
+from adaptstudy.claims.declarations import Declared, Entry, load_declaration
+from adaptstudy.claims.ledgers import dump_declaration
 
 
 def frozen_at(claim: Declared) -> datetime | None:

@@ -25,9 +25,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from adaptstudy.claims.budgets import Budget
+from adaptstudy.claims.evidence import Rule
 from adaptstudy.common import strict_yaml
-from adaptstudy.reporting.budgets import Budget
-from adaptstudy.reporting.evidence import Rule
 
 DESIGN_FIELDS = (
     "sentence",

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from adaptstudy.claims.baselines import reported_labels
+from adaptstudy.claims.resampling import resampled_metric
 from adaptstudy.data.splits import subsample_indices
-from adaptstudy.reporting.baselines import reported_labels
-from adaptstudy.reporting.resampling import resampled_metric
 from adaptstudy.runs.predictions import decode
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 from threadpoolctl import threadpool_limits
 
-from adaptstudy.reporting.resampling import Resampled
+from adaptstudy.claims.resampling import Resampled
 
 VERDICTS = ("holds", "does not hold", "inconclusive", "not testable")
 MIN_SEEDS = 3

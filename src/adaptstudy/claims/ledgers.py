@@ -13,8 +13,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from adaptstudy.common import strict_yaml
-from adaptstudy.reporting.declarations import (
+from adaptstudy.claims.declarations import (
     ADDED_FIELDS,
     DESIGN_FIELDS,
     ENTRY_ADDED,
@@ -22,6 +21,7 @@ from adaptstudy.reporting.declarations import (
     Design,
     Entry,
 )
+from adaptstudy.common import strict_yaml
 
 
 def dump_declaration(chapter: Declaration) -> str:

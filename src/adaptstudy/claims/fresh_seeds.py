@@ -8,9 +8,9 @@ from datetime import datetime
 
 import pandas as pd
 
-from adaptstudy.reporting.claims import Verdict
-from adaptstudy.reporting.freeze import confirmatory_since
-from adaptstudy.reporting.prerequisites import unaccepted
+from adaptstudy.claims.freeze import confirmatory_since
+from adaptstudy.claims.prerequisites import unaccepted
+from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.runs.records import made_at
 
 

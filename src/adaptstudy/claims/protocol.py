@@ -19,19 +19,11 @@ from pathlib import Path
 
 import yaml
 
+from adaptstudy.claims import baselines, evidence, fresh_seeds, prerequisites, resampling, shared_examples
+from adaptstudy.claims import verdicts as claims
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting import (
-    baselines,
-    claims,
-    evidence,
-    fresh_seeds,
-    prerequisites,
-    resampling,
-    selection,
-    shared_examples,
-)
 
-CHOOSING = (selection.choose_learning_rates, selection.at_learning_rates)  # the rate (and epoch) rule, its tie rule
+FOLLOWED = ("adaptstudy.reporting.", "adaptstudy.claims.")  # the packages whose code a chapter's arms may call
 
 
 def shared_parts() -> dict[str, tuple]:
@@ -66,7 +58,7 @@ def parts(chapter) -> dict[str, tuple]:
 
 SHARED_MODULES = (
     "evidence",
-    "claims",
+    "verdicts",
     "shared_examples",
     "declarations",
     "resampling",
@@ -76,10 +68,10 @@ SHARED_MODULES = (
 
 
 def used_code(*roots) -> tuple:
-    """The functions and classes the roots call, followed through every module of the report (`adaptstudy.reporting`)
-    but the shared parts' own, with the plain constants they read: the code that builds a chapter's arms and units,
-    wherever it lives (a helper module's arm filter counts as much as the verdicts' module)."""
-    shared = {f"adaptstudy.reporting.{m}" for m in SHARED_MODULES}
+    """The functions and classes the roots call, followed through every module of the report and of the claims
+    engine (`FOLLOWED`) but the shared parts' own, with the plain constants they read: the code that builds a
+    chapter's arms and units, wherever it lives (a helper module's arm filter counts as much as the verdicts')."""
+    shared = {f"adaptstudy.claims.{m}" for m in SHARED_MODULES}
     found: dict[str, object] = {}
     stack = list(roots)
     while stack:
@@ -88,7 +80,7 @@ def used_code(*roots) -> tuple:
         name = f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
         home = getattr(sys.modules.get(getattr(obj, "__module__", "")), "__file__", None)
         generated = inspect.isfunction(obj) and obj.__code__.co_filename != home  # a dataclass's __init__, __repr__
-        if name in found or not name.startswith("adaptstudy.reporting.") or obj.__module__ in shared or generated:
+        if name in found or not name.startswith(FOLLOWED) or obj.__module__ in shared or generated:
             continue
         found[name] = obj
         if inspect.isclass(obj):
@@ -136,7 +128,7 @@ def _referenced(function) -> list[tuple[str, object]]:
         codes += [c for c in code.co_consts if inspect.iscode(c)]
     scope = {**function.__globals__, **(inspect.getclosurevars(function).nonlocals)}
     found = [(n, scope[n]) for n in names if n in scope]
-    modules = [v for _, v in found if inspect.ismodule(v) and v.__name__.startswith("adaptstudy.reporting.")]
+    modules = [v for _, v in found if inspect.ismodule(v) and v.__name__.startswith(FOLLOWED)]
     found += [(f"{m.__name__}.{n}", getattr(m, n)) for m in modules for n in names if hasattr(m, n)]
     return sorted(found, key=lambda item: item[0])
 
