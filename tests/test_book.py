@@ -72,9 +72,13 @@ def _visible_text(page: Path) -> str:
 def test_the_pages_state_no_more_than_their_verdicts(built_book):
     """Prose a review found stating more than its verdict stays out of the built pages: the Houlsby claims were never
     confirmed by the extended selection's stage 2, an object's repr is no text for a reader, and the DSP chapter
-    judges the draft's questions rather than answering them (several are not testable or inconclusive)."""
+    judges the draft's questions rather than answering them (several are not testable or inconclusive); no page
+    speaks of this or the next session, or shows a raw six-decimal float."""
     pages = {p.name: _visible_text(p) for p in sorted(built_book.rglob("*.html"))}
     assert not [n for n, text in pages.items() if "confirmed by the stage 2" in text]
     assert not [n for n, text in pages.items() if "IPython.core.display" in text or "object at 0x" in text]
+    # the study's pages speak of the study, not of how it was worked on; a count or a score is no six-decimal float
+    assert not {n: m for n, text in pages.items() if (m := re.findall(r"\b(?:this|next|last) session\b", text, re.I))}
+    assert not {n: m for n, text in pages.items() if (m := re.findall(r"\b\d+\.\d{6}\b", text))}
     dsp = pages["06_analysis_dsp.html"]
     assert not re.search(r"\banswer(s|ed)\b", dsp), re.findall(r".{60}\banswer(?:s|ed)\b.{60}", dsp)

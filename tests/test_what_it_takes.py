@@ -5,7 +5,8 @@ import math
 
 from adaptstudy.claims.evidence import Judgement, Rule
 from adaptstudy.claims.what_it_takes import Z, distance, need, what_it_takes
-from adaptstudy.reporting.findings import findings_by_paper
+from adaptstudy.reporting.findings import findings_by_paper, headline_claims
+from adaptstudy.reporting.scorecard import scorecard
 
 
 def _judged(effect: float, se: float, example_var: float, seeds: int = 3) -> Judgement:
@@ -46,8 +47,22 @@ def test_the_findings_say_what_deciding_each_undecided_claim_would_take(committe
     # a claim the seeds leave undecided gets a number of seeds, and their cost at its runs' pace
     by_seeds = [v for v in verdicts if what_it_takes(v).startswith("about ")]
     assert by_seeds
-    page = findings_by_paper(verdicts, {}, None, {v.claim.key: 2.0 for v in verdicts})
-    line = next(x for x in page.splitlines() if x.startswith(f"- {by_seeds[0].claim.sentence}"))
-    assert "To decide it: about " in line and "CPU-hours more at its runs' pace" in line
-    undecided = [v for v in verdicts if v.verdict == "inconclusive"]
-    assert page.count("To decide it: ") == len(undecided)
+    card = scorecard(verdicts, seconds)
+    card = card.set_index(card["claim"].map({claim_text(v.claim): v.claim.key for v in verdicts}))
+    said = card.loc[by_seeds[0].claim.key, "to decide it"]
+    assert said.startswith("about ") and "CPU-hours more at its runs' pace" in said
+    undecided = [v.claim.key for v in verdicts if v.verdict == "inconclusive"]
+    assert (card.loc[undecided, "to decide it"] != "–").all()
+    assert (card.drop(index=undecided)["to decide it"] == "–").all()
+    # a headline claim the seeds cannot decide says in one sentence what would, where its source's findings open
+    page = findings_by_paper(verdicts)
+    stuck = [k for k in headline_claims().values() if what_it_takes(by_key(verdicts)[k]).startswith("more seeds")]
+    assert stuck and page.count("No number of seeds decides it here: it needs more evaluation examples") == len(stuck)
+
+
+def claim_text(claim) -> str:
+    return f"{claim.paper}: {claim.sentence} ({claim.where})"  # the scorecard's claim column
+
+
+def by_key(verdicts):
+    return {v.claim.key: v for v in verdicts}

@@ -295,19 +295,32 @@ class Finding(BaseModel):
 
 class Declaration(BaseModel):
     """A chapter's declaration file: the source it judges, its claims by name, `findings`: what the sources claim
-    and which claim tests each (the chapter's "what we test" table), and `budgets`: its stages' declared budgets."""
+    and which claim tests each (the chapter's "what we test" table), `headlines`: the claim a reader looks for first,
+    one per source the file judges (the findings open each source with it), and `budgets`: its stages' budgets."""
 
     model_config = ConfigDict(extra="forbid")
     paper: str
     budgets: dict[str, Budget] = Field(default_factory=dict)
     claims: dict[str, Declared]
     findings: list[Finding] = Field(default_factory=list)
+    headlines: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _findings_name_declared_claims(self):
         unknown = sorted({c for f in self.findings for c in f.claims} - set(self.claims))
         if unknown:
             raise ValueError(f"findings name {unknown}, not claims of this file; valid: {sorted(self.claims)}")
+        return self
+
+    @model_validator(mode="after")
+    def _one_declared_headline_per_source(self):
+        unknown = sorted(set(self.headlines) - set(self.claims))
+        if unknown:
+            raise ValueError(f"headlines name {unknown}, not claims of this file; valid: {sorted(self.claims)}")
+        sources = [self.claims[h].paper or self.paper for h in self.headlines]
+        twice = sorted({s for s in sources if sources.count(s) > 1})
+        if twice:
+            raise ValueError(f"headlines name two claims of one source: {twice}; one per source")
         return self
 
 

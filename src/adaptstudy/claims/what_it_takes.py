@@ -47,26 +47,45 @@ def need(j: Judgement, rule: Rule) -> Need | None:
     return Need(j.seeds, max(j.seeds, math.ceil(j.seeds * seed_var / room)), d, floor)
 
 
+@dataclass(frozen=True)
+class Deciding:
+    """What would decide an inconclusive claim: `seeds` reported seeds per arm (None: no number of seeds on these
+    evaluation examples), against `now`; `stuck`, the comparison and need that no seeds decide (where one is)."""
+
+    seeds: int | None
+    now: int
+    stuck: tuple[str, Need] | None = None
+
+
+def deciding(v: Verdict) -> Deciding | None:
+    """For an inconclusive verdict whose comparisons' needs are all known, what would decide it; else None."""
+    if v.verdict != "inconclusive":
+        return None
+    open_ = [(n, need(j, v.design.decision)) for n, j in zip(v.names, v.judgements) if j.verdict == "inconclusive"]
+    if any(n is None for _, n in open_) or not open_:
+        return None
+    now = min(n.seeds_now for _, n in open_)
+    stuck = [(name, n) for name, n in open_ if n.seeds is None]
+    if stuck:
+        return Deciding(None, now, stuck[0])
+    return Deciding(max(n.seeds for _, n in open_), now)
+
+
 def what_it_takes(v: Verdict, cpu_hours: float | None = None) -> str:
     """For an inconclusive verdict: 'about 9 reported seeds per arm (now 3; about 4.1 CPU-hours more at its runs'
     pace)', or why seeds cannot decide it; '' for any other verdict (a not-testable one says what it lacks)."""
-    if v.verdict != "inconclusive":
+    d = deciding(v)
+    if d is None:
         return ""
-    open_ = [(n, need(j, v.design.decision)) for n, j in zip(v.names, v.judgements) if j.verdict == "inconclusive"]
-    if any(n is None for _, n in open_) or not open_:
-        return ""
-    stuck = [(name, n) for name, n in open_ if n.seeds is None]
-    if stuck:
-        name, n = stuck[0]
+    if d.stuck:
+        name, n = d.stuck
         where = f" ({name})" if name else ""
         return (
             f"more seeds would not{where}: the evaluation examples' sampling error alone puts the smallest "
             f"detectable effect at {n.floor:.1f}, beyond our effect's distance from the rule's boundary "
             f"({n.distance:.1f}); it needs more evaluation examples, or a larger effect"
         )
-    now = min(n.seeds_now for _, n in open_)
-    seeds = max(n.seeds for _, n in open_)
     cost = ""
-    if cpu_hours and now:
-        cost = f"; about {cpu_hours * (seeds - now) / now:.1f} CPU-hours more at its runs' pace"
-    return f"about {seeds} reported seeds per arm (now {now}{cost}), if the true effect is ours"
+    if cpu_hours and d.now:
+        cost = f"; about {cpu_hours * (d.seeds - d.now) / d.now:.1f} CPU-hours more at its runs' pace"
+    return f"about {d.seeds} reported seeds per arm (now {d.now}{cost}), if the true effect is ours"

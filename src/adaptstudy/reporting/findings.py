@@ -9,8 +9,7 @@ import pandas as pd
 from adaptstudy.claims.catalog import CLAIMS, DECLARATIONS
 from adaptstudy.claims.declarations import load_declaration
 from adaptstudy.claims.verdicts import Verdict
-from adaptstudy.claims.what_it_takes import what_it_takes
-from adaptstudy.reporting.power_plan import power_plan, why_unconfirmed
+from adaptstudy.claims.what_it_takes import deciding, what_it_takes
 from adaptstudy.runs.records import made_at
 
 
@@ -40,54 +39,161 @@ FINDING_COLUMNS = ["source", "finding", "where", "we test it as (verdict)", "not
 
 
 GROUPS = {  # how the findings page groups the four verdicts
-    "holds": "Reproduced here (the claim holds)",
-    "does not hold": "Not reproduced here (the claim does not hold)",
-    "inconclusive": "Not decided at this scale (inconclusive)",
+    "holds": "Holds here",
+    "does not hold": "Does not hold here",
+    "inconclusive": "Inconclusive at this scale",
     "not testable": "Not testable here",
 }
+BACKBONE_NAMES = {  # the registry's names as a reader knows the models (the chapters name the exact weights)
+    "minilm-l6": "MiniLM-L6",
+    "minilm-l3": "MiniLM-L3",
+    "mpnet-base": "MPNet-base",
+}
+
+
+def backbone_labels(*runs: pd.DataFrame) -> pd.Series:
+    """Each run's backbone as a reader knows it, with its size from the records: 'MiniLM-L6, 22.6M', by run
+    id (the findings name the backbone of every figure: none of ours is the sources' BERT)."""
+    frames = [r[["run_id", "backbone", *(["backbone_params"] if "backbone_params" in r else [])]] for r in runs]
+    table = pd.concat([f for f in frames if not f.empty]).drop_duplicates("run_id").set_index("run_id")
+    sizes = table.groupby("backbone")["backbone_params"].median() if "backbone_params" in table else pd.Series()
+    names = {
+        b: BACKBONE_NAMES.get(b, b) + (f", {sizes[b] / 1e6:.1f}M" if pd.notna(sizes.get(b)) else "")
+        for b in table["backbone"].unique()
+    }
+    return table["backbone"].map(names)
+
+
+def headline_claims() -> dict[str, str]:
+    """Each source's headline claim (its declaration's `headlines`), by source, in the chapters' order."""
+    out: dict[str, str] = {}
+    for chapter, path in DECLARATIONS.items():
+        for name in load_declaration(path).headlines:
+            claim = CLAIMS.get(f"{chapter}.{name}")
+            out.setdefault(claim.paper, claim.key)
+    return out
 
 
 def findings_by_paper(
     verdicts: Sequence[Verdict],
     confirmed: dict[str, Verdict] | None = None,
     finished: pd.Series | None = None,
-    hours: dict[str, float] | None = None,
+    backbones: pd.Series | None = None,
 ) -> str:
-    """The study's findings as Markdown, per source: the claims that hold, do not hold, are inconclusive or not
-    testable, each with our effect and interval, the source's figure, whether it was declared after its runs existed
-    (given the runs' `finished` times by run id), its verdict on fresh seeds alone (the confirmatory one) or that it
-    has none, and for an inconclusive one what deciding it would take (at the pace of its runs' CPU-`hours`, by
-    claim). Written from the verdicts, so the page cannot drift from them."""
-    confirmed, hours = confirmed or {}, hours or {}
+    """The study's findings as Markdown, per source: first its summary (the headline claim's verdict on every
+    reported seed and on fresh seeds alone, how many of its claims hold, do not hold or are undecided, and why the
+    undecided are), then every claim under its verdict, each with our effect and interval, the backbone it was
+    measured on (by run id: `backbone_labels`), its verdict on fresh seeds alone, and whether it was declared after
+    its runs existed (given the runs' `finished` times). Written from the verdicts, so the page cannot drift."""
+    confirmed, headlines = confirmed or {}, headline_claims()
     papers: dict[str, list[Verdict]] = {}
     for v in verdicts:
         papers.setdefault(v.claim.paper, []).append(v)
     sections = []
     for paper, judged in papers.items():
-        lines = [f"### {paper}", ""]
+        lines = [f"### {paper}", "", *summary(judged, headlines.get(paper), confirmed, backbones), ""]
         for verdict, title in GROUPS.items():
             these = [v for v in judged if v.verdict == verdict]
             if not these:
                 continue
-            lines.append(f"**{title}: {len(these)} of {len(judged)}.**")
+            top = " (and the headline)" if any(v.claim.key == headlines.get(paper) for v in these) else ""
+            lines.append(f"**{title}{top}:**")
             lines.append("")
-            lines += [f"- {_finding(v, confirmed.get(v.claim.key), finished, hours.get(v.claim.key))}" for v in these]
+            shown = [v for v in these if v.claim.key != headlines.get(paper)]  # the summary gave the headline
+            lines += [f"- {_finding(v, confirmed.get(v.claim.key), finished, backbones)}" for v in shown]
             lines.append("")
         sections.append("\n".join(lines))
     return "\n".join(sections)
 
 
-def _finding(v: Verdict, fresh: Verdict | None, finished: pd.Series | None, hours: float | None) -> str:
+def summary(
+    judged: Sequence[Verdict], headline: str | None, confirmed: dict[str, Verdict], backbones: pd.Series | None
+) -> list[str]:
+    """A source's summary, at most three lines: its headline claim, its verdicts counted, why the undecided are."""
+    lines = []
+    top = next((v for v in judged if v.claim.key == headline), None)
+    if top is not None:
+        lines.append(
+            f"**Headline:** {top.claim.sentence}{on(top, backbones)}: *{top.verdict}*, {effect(top)} (every "
+            f"reported seed); fresh seeds alone: {fresh_said(confirmed.get(top.claim.key))}.{to_decide(top)}  "
+        )
+    count = {k: sum(v.verdict == k for v in judged) for k in GROUPS}
+    undecided = count["inconclusive"] + count["not testable"]
+    lines.append(
+        f"**{len(judged)} claims:** {count['holds']} hold, {count['does not hold']} do not hold, "
+        f"{undecided} undecided ({count['inconclusive']} inconclusive, {count['not testable']} not testable).  "
+    )
+    if undecided:
+        lines.append(f"**Why undecided:** {why_undecided(judged)}.")
+    lines[-1] = lines[-1].rstrip()
+    return lines
+
+
+def why_undecided(judged: Sequence[Verdict]) -> str:
+    """Why a source's undecided claims are undecided, counted: the inconclusive that no number of seeds decides on
+    these evaluation examples (their sampling error alone is wider than the effect's distance from the rule's
+    boundary), those that more seeds would, and what keeps the untestable from a verdict."""
+    open_ = [v for v in judged if v.verdict == "inconclusive"]
+    stuck = sum(what_it_takes(v).startswith("more seeds would not") for v in open_)
+    parts = []
+    if stuck:
+        parts.append(
+            f"{stuck} of {len(open_)} inconclusive stay so at any number of seeds (the evaluation sets' sampling error)"
+        )
+    more = sum(what_it_takes(v).startswith("about") for v in open_)
+    if more:
+        parts.append(f"{more} would need more seeds")
+    reasons = pd.Series([r for v in judged if v.verdict == "not testable" for r in v.reason_kinds()], dtype=object)
+    if not reasons.empty:
+        parts.append("not testable: " + ", ".join(f"{r} ({n})" for r, n in reasons.value_counts().items()))
+    return "; ".join(parts)
+
+
+def to_decide(v: Verdict) -> str:
+    """For an inconclusive claim, one sentence on what would decide it (`what_it_takes`, in short); '' otherwise."""
+    d = deciding(v)
+    if d is None:
+        return ""
+    if d.seeds is None:
+        return " No number of seeds decides it here: it needs more evaluation examples, or a larger effect."
+    return f" To decide it: about {d.seeds} reported seeds per arm (now {d.now})."
+
+
+def effect(v: Verdict) -> str:
+    """Our effect and its interval; for a claim of several comparisons, how many gave each verdict (the claim table
+    has each one's interval)."""
+    if len(v.judgements) <= 1:
+        return v.effects()
+    counts = pd.Series([j.verdict for j in v.judgements], dtype=object).value_counts()
+    plural = {"holds": "hold", "does not hold": "do not hold"}
+    said = ", ".join(f"{n} {plural.get(word, word) if n > 1 else word}" for word, n in counts.items())
+    return f"{len(v.judgements)} comparisons: {said}"
+
+
+def fresh_said(fresh: Verdict | None) -> str:
+    """The verdict on fresh seeds alone, with its effect where it has one; 'none' where there is no such verdict."""
+    if fresh is None:
+        return "none"
+    said = effect(fresh)
+    return f"*{fresh.verdict}*" + (f", {said}" if said not in ("", "–") else "")
+
+
+def on(v: Verdict, backbones: pd.Series | None, *more: str) -> str:
+    """' (MiniLM-L6, 22.6M)': the backbone(s) the verdict's runs were made on, then `more` ('post hoc'); '' for
+    neither."""
+    names = sorted(set(backbones.reindex(sorted(v.run_ids)).dropna())) if backbones is not None else []
+    said = "; ".join([" and ".join(names), *more] if names else more)
+    return f" ({said})" if said else ""
+
+
+def _finding(v: Verdict, fresh: Verdict | None, finished: pd.Series | None, backbones: pd.Series | None) -> str:
     why = f" ({v.reasons()})" if v.verdict == "not testable" else ""
     when = declared(v, finished) if finished is not None else ""
-    post_hoc = f" Declared {when.removeprefix('post hoc: ')}: post hoc." if when.startswith("post hoc") else ""
+    post_hoc = ["post hoc"] if when.startswith("post hoc") else []
     against = f" Note: {v.against_source()}." if v.against_source() else ""
-    on_fresh = f"*{fresh.verdict}*, {fresh.effects()}" if fresh else why_unconfirmed(v.claim.key, power_plan())
-    takes = f" To decide it: {need}." if (need := what_it_takes(v, hours)) else ""
-    return (
-        f"{v.claim.sentence} ({v.claim.where}): ours {v.effects()}{why}; the source: {v.claim.published}. "
-        f"On fresh seeds alone: {on_fresh}.{against}{post_hoc}{takes}"
-    )
+    decisive = fresh is not None and fresh.verdict in ("holds", "does not hold")
+    alone = f" Fresh seeds: *{fresh.verdict}*." if decisive else ""  # their interval: the claim table
+    return f"{v.claim.sentence}{on(v, backbones, *post_hoc)}: {effect(v)}{why}.{alone}{against}"
 
 
 def finished_times(*runs: pd.DataFrame) -> pd.Series:

@@ -101,8 +101,8 @@ def resumed_note(*runs: pd.DataFrame) -> str:
         int(counts.get(k, 0)) for k in ("same metrics", "other metrics: record replaced", "not rerun")
     )
     parts = [
-        f"Of the chapter's {len(records)} runs, {resumed} resumed from a checkpoint after a session ended. Until "
-        "checkpoints kept it, a fine-tuning run resumed in its second epoch or later drew that epoch's order of "
+        f"Of the chapter's {len(records)} runs, {resumed} resumed from a checkpoint after their process was stopped. "
+        "Until checkpoints kept it, a fine-tuning run resumed in its second epoch or later drew that epoch's order of "
         "batches afresh, not as the uninterrupted run drew it (a run resumed in its first epoch, and a multi-task "
         f"run, whose batches are seeded per epoch, trained as uninterrupted): {len(table)} of the chapter's runs "
         "resumed so.",

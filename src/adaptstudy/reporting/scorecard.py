@@ -15,6 +15,7 @@ import pandas as pd
 from adaptstudy.claims.catalog import CLAIMS
 from adaptstudy.claims.freeze import confirmatory_since
 from adaptstudy.claims.verdicts import Verdict
+from adaptstudy.claims.what_it_takes import what_it_takes
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.findings import declared
@@ -37,6 +38,7 @@ COLUMNS = [
     "on fresh seeds alone",
     "verdict by design",
     "detectable",
+    "to decide it",
     "paper reports",
     "paper's figure in our CI",
     "runs",
@@ -140,6 +142,7 @@ def scorecard(
                 "on fresh seeds alone": _fresh(key, (confirmed or {}).get(key), plan),
                 "verdict by design": by_design(v) if v else "–",
                 "detectable": v.detectable() if v else np.nan,
+                "to decide it": (what_it_takes(v, hours.get(key)) if v else "") or "–",
                 "paper reports": claim.published,
                 "paper's figure in our CI": v.published_inside() if v else "–",
                 "runs": len(ids),
