@@ -124,6 +124,33 @@ def test_the_power_plan_lists_every_claim_once_keeps_to_its_budget_and_buys_a_sh
     assert len(seeds) == len(set(seeds)) and all(s > 0 for _, s in seeds)  # never the selection seed
 
 
+HEADLINES = ["houlsby.parity", "houlsby.parity-64", "fusion.beats-st-a", "fusion.beats-full"]
+
+
+def test_a_later_plan_buys_the_headlines_first_leaves_out_what_was_bought_and_costs_runs_on_its_machine(
+    committed_verdicts,
+):
+    """A later plan takes only what the first did not buy, the headline claims before the others, and costs each
+    cell at the seconds its records paid on the plan's kind of machine (others scaled by the kinds' measured
+    ratio): on AVX2 in fp32, a run of a cell measured in bf16 costs about twice its seconds."""
+    from adaptstudy.planning.allocation import chapter_records
+    from adaptstudy.planning.power import cell_seconds, kind_ratio
+
+    first_plan = pd.read_csv(PROJECT_ROOT / "params/cpu/confirm/power/plan.csv")
+    bought = first_plan.query("taken == 'yes'")["claim"].tolist()
+    table, _ = plan(committed_verdicts[0], PROJECT_ROOT / "results", first=HEADLINES, skip=bought, kind="fp32 on AVX2")
+    assert not set(bought) & set(table["claim"])
+    taken = table[table["taken"] == "yes"].sort_values("cumulative")
+    assert set(taken["claim"].head(len(HEADLINES))) == set(HEADLINES)  # within the budget, the headlines first
+    records = chapter_records(PROJECT_ROOT / "results")
+    ratio = kind_ratio(records, "fp32 on AVX2")
+    assert 1.5 < ratio < 3.0 and kind_ratio(records, "no such machine") == 1.0
+    runs = [{"train_runtime_s": 90.0, "machine": {"cpu_capability": "AVX512"}, "precision_used": "bf16"}]
+    assert cell_seconds(runs, "fp32 on AVX2", ratio) == pytest.approx(90.0 * ratio)
+    here = [*runs, {"train_runtime_s": 200.0, "machine": {"cpu_capability": "AVX2"}, "precision_used": "fp32"}]
+    assert cell_seconds(here, "fp32 on AVX2", ratio) == 200.0 and cell_seconds(here, None, ratio) == 145.0
+
+
 def test_the_planner_scores_an_arm_and_its_partner_on_one_evaluation_set(committed_verdicts):
     """Every claim's cells of one task are bought on one evaluation set (the DSP arms once mixed the whole split
     with its 500-example cap, so their fresh intervals could not be widened); cells that would mix are refused."""

@@ -20,6 +20,12 @@ The rule, applied to the committed records and each claim's exploratory verdict:
    seeds do not fix, and one whose design has no exploratory interval to plan from, are left out with the reason.
 
     python -m adaptstudy.planning.power results --write params/cpu/confirm/power
+
+A later plan (`--after PLAN.csv`) takes only the claims the earlier plan did not buy, the headline claims first
+(`--first KEY ...`: each source's claim a reader looks for first), each at 3 fresh seeds per arm at least, then the
+others by rule 4. Its costs are the seconds the records paid on the kind of machine it runs on (`--machine`, by
+default this one's: 'bf16 on AVX512', 'fp32 on AVX2'); a cell with no record on that kind is costed at its records'
+median scaled by the kinds' ratio, measured on the cells that have records on both.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from adaptstudy.planning.allocation import (
     record_seconds,
     write_run_ids,
 )
+from adaptstudy.reporting.costs import machine_label
 from adaptstudy.reporting.power_plan import BUDGET_H
 from adaptstudy.reporting.scorecard import chapter_runs, chapter_verdicts
 from adaptstudy.runs.grid import CONFIGS
@@ -149,10 +156,41 @@ def _at_cap(cell: PlanCell, cap: int | None) -> PlanCell:
     return PlanCell(cell.study, cell.kind, json.dumps({**json.loads(cell.settings), CAP: cap}, sort_keys=True))
 
 
-def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET_H):
-    """The rule above: a table with one row per claim (taken or not, seeds, cost, why) and each cell's fresh seeds."""
+def kind_ratio(records: dict, kind: str) -> float:
+    """How many times the seconds of a run on `kind` are those of the same cell's runs elsewhere: the median, over
+    the cells with records on both, of the ratio of their medians (1 where no cell has both)."""
+    on, off = {}, {}
+    for study, record in records.values():
+        side = on if machine_label(record) == kind else off
+        side.setdefault(_uncapped(PlanCell.of(study, record)), []).append(record_seconds(record))
+    ratios = [pd.Series(on[c]).median() / pd.Series(off[c]).median() for c in on.keys() & off.keys()]
+    return float(pd.Series(ratios).median()) if ratios else 1.0
+
+
+def cell_seconds(runs: list[dict], kind: str | None, ratio: float) -> float:
+    """A cell's seconds per run: the median of its records on `kind` where there are some, else of all its records
+    scaled by `ratio` (`kind_ratio`); all its records' median where no kind is given."""
+    mine = [r for r in runs if kind is not None and machine_label(r) == kind]
+    if mine:
+        return float(pd.Series([record_seconds(r) for r in mine]).median())
+    return float(pd.Series([record_seconds(r) for r in runs]).median()) * (ratio if kind is not None else 1.0)
+
+
+def plan(
+    verdicts: Sequence[Verdict],
+    root: str | Path,
+    budget_h: float = BUDGET_H,
+    first: Sequence[str] = (),
+    skip: Sequence[str] = (),
+    kind: str | None = None,
+):
+    """The rule above: a table with one row per claim (taken or not, seeds, cost, why) and each cell's fresh seeds;
+    a later plan leaves out the claims in `skip` (an earlier plan bought them), buys those in `first` before the
+    others, and costs runs on the machine `kind`."""
     root = Path(root)
     records = chapter_records(root)
+    ratio = kind_ratio(records, kind) if kind is not None else 1.0
+    verdicts = [v for v in verdicts if v.claim.key not in set(skip)]
     next_seed = {}
     for study, record in records.values():
         next_seed[study] = max(next_seed.get(study, 1), record["config"]["seed"] + 1)
@@ -171,7 +209,7 @@ def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET
                 runs = [r for s, r in records.values() if PlanCell.of(s, r) == cell] or [
                     r for s, r in records.values() if _uncapped(PlanCell.of(s, r)) == _uncapped(cell)
                 ]
-                per_run[cell] = pd.Series([record_seconds(r) for r in runs]).median()
+                per_run[cell] = cell_seconds(runs, kind, ratio)
                 config = CONFIGS[cell.kind].model_validate({**json.loads(cell.settings), "results_dir": str(root)})
                 extra[cell] = prerequisite_costs(records, config)
     bought: dict[PlanCell, int] = {}
@@ -192,8 +230,8 @@ def plan(verdicts: Sequence[Verdict], root: str | Path, budget_h: float = BUDGET
 
     rows_of: dict[str, dict] = {}
     pool = list(needs.values())  # stage 1: every claim read at MIN_SEEDS, which decides those that need no more
-    while pool:
-        need = min(pool, key=lambda n: (cost(n, MIN_SEEDS), n.claim))
+    while pool:  # the headline claims first (`first`), then the others; each group cheapest first
+        need = min(pool, key=lambda n: (n.claim not in set(first), cost(n, MIN_SEEDS), n.claim))
         pool.remove(need)
         hours = cost(need, MIN_SEEDS)
         if spent + hours > budget_h:
@@ -255,9 +293,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("root", nargs="?", default="results")
     parser.add_argument("--budget", type=float, default=BUDGET_H, help="CPU-hours")
     parser.add_argument("--write", help="a folder for the plan and its sweep files")
+    parser.add_argument("--after", type=Path, help="an earlier plan's plan.csv: leave out the claims it bought")
+    parser.add_argument("--first", nargs="*", default=[], metavar="KEY", help="claims to buy before the others")
+    parser.add_argument("--machine", help="the machine kind to cost runs on (default: this machine's)")
     args = parser.parse_args(argv)
     verdicts, _ = chapter_verdicts(chapter_runs(args.root))
-    table, taken = plan(verdicts, args.root, args.budget)
+    known = {v.claim.key for v in verdicts}
+    unknown = sorted(set(args.first) - known)
+    if unknown or (args.after and not args.after.is_file()):
+        said = f"--first names {unknown}, not judged claims" if unknown else f"--after {args.after}: no such file"
+        print(f"error: {said}", file=sys.stderr)
+        return 2
+    bought = pd.read_csv(args.after).query("taken == 'yes'")["claim"].tolist() if args.after else []
+    kind = args.machine or this_machine()
+    table, taken = plan(verdicts, args.root, args.budget, first=args.first, skip=bought, kind=kind)
+    print(f"costed on {kind}; runs elsewhere scaled by {kind_ratio(chapter_records(Path(args.root)), kind):.2f}")
     print(table.to_string(index=False))
     if args.write:
         folder = Path(args.write)
@@ -269,6 +319,15 @@ def main(argv: list[str] | None = None) -> int:
             (folder / f"{name}.yaml").write_text(header + yaml.safe_dump(grid, sort_keys=False, width=120))
             write_run_ids(folder / f"{name}.yaml")
     return 0
+
+
+def this_machine() -> str:
+    """This machine's kind as records name theirs: the precision `auto` picks here and torch's CPU kernels."""
+    import torch
+
+    from adaptstudy.training.device import resolve_precision
+
+    return f"{resolve_precision('auto')} on {torch.backends.cpu.get_cpu_capability()}"
 
 
 if __name__ == "__main__":
