@@ -17,7 +17,8 @@ from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.planning.power import MIN_SEEDS, claim_cells, one_evaluation_set, plan, seeds_needed
 from adaptstudy.reporting.power_plan import why_unconfirmed
 
-HOULSBY = PROJECT_ROOT / "src" / "adaptstudy" / "reporting" / "houlsby" / "claims.yaml"
+REPORT = PROJECT_ROOT / "src" / "adaptstudy" / "reporting"  # the chapters, each with its claims.yaml
+HOULSBY = REPORT / "houlsby" / "claims.yaml"
 DECLARATIONS = sorted((PROJECT_ROOT / "src" / "adaptstudy" / "reporting").rglob("claims.yaml"))
 
 
@@ -234,7 +235,8 @@ def test_every_fresh_run_is_in_the_power_plan_and_made_after_the_plan_was_commit
         for i in run_ids.read_text().split():
             since[i] = min(since.get(i, committed), committed)
     planned = set(since)
-    freeze_time = first_freeze()
+    freeze_time = first_freeze(REPORT)
+    assert freeze_time is not None
     for study in ("houlsby", "peft_imdb", "dsp", "fusion", "hyperformer"):
         runs = load_runs(PROJECT_ROOT / "results" / study)
         if runs.empty:
@@ -257,9 +259,9 @@ def test_a_prerequisite_trained_again_to_other_metrics_is_no_fresh_seed_and_its_
     runs = load_runs(PROJECT_ROOT / "results" / "hyperformer").set_index("run_id", drop=False)
     source = runs.loc[["84d690388213c146"]]
     record = source["record"].iloc[0]
-    assert pd.Timestamp(record["finished_at"]) > pd.Timestamp(first_freeze())  # the record is the new training's
+    assert pd.Timestamp(record["finished_at"]) > pd.Timestamp(first_freeze(REPORT))  # the record is the new training's
     assert made_at(source).iloc[0].startswith("2026-11-27")
-    since = first_freeze().isoformat()
+    since = first_freeze(REPORT).isoformat()
     trainings = [record, *record["retrained"]]
     after = [t for t in trainings if pd.Timestamp(t["finished_at"]) >= pd.Timestamp(since)]
     assert 0 < len(after) < len(trainings)  # the November trainings were paid before

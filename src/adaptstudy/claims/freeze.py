@@ -17,10 +17,13 @@ def frozen_at(claim: Declared) -> datetime | None:
     return next((e.date for e in reversed(claim.ledger) if e.event == "frozen"), None)
 
 
-def first_freeze(root: Path = Path(__file__).parent) -> datetime | None:
-    """The earliest freeze of any claim (every chapter's `claims.yaml` under `root`): from then on, what trains is
-    paid for confirmation."""
-    claims = [c for path in sorted(root.rglob("claims.yaml")) for c in load_declaration(path).claims.values()]
+def first_freeze(root: Path) -> datetime | None:
+    """The earliest freeze of any claim (every chapter's `claims.yaml` under `root`, the report's folder): from then
+    on, what trains is paid for confirmation. A folder holding no declaration is an error, not 'never frozen'."""
+    paths = sorted(Path(root).rglob("claims.yaml"))
+    if not paths:
+        raise ValueError(f"{root} holds no claims.yaml: first_freeze reads the chapters' declarations")
+    claims = [c for path in paths for c in load_declaration(path).claims.values()]
     return min((t for t in map(frozen_at, claims) if t is not None), default=None)
 
 

@@ -61,8 +61,9 @@ def load_chapters() -> list[Chapter]:
 
 
 def book_pages(toc_file: Path = TOC) -> list[str]:
-    """The pages of the book in its order, as `book/_toc.yml` lists them (without `generated/`)."""
+    """The book's pages executed from notebooks, in its order, as `book/_toc.yml` lists them (without `generated/`;
+    the guides are plain pages)."""
     if not toc_file.is_file():
         return []
     toc = yaml.safe_load(toc_file.read_text())
-    return [entry["file"].rsplit("/", 1)[-1] for entry in toc.get("chapters", [])]
+    return [e["file"].rsplit("/", 1)[-1] for e in toc.get("chapters", []) if e["file"].startswith("generated/")]

@@ -89,7 +89,7 @@ def _addendum(folder: Path) -> str:
 def retrained_after_freeze(studies: Iterable[pd.DataFrame]) -> float:
     """CPU-hours (training and evaluation) of the trainings after the first freeze of runs first made before it,
     over the studies' runs (`load_runs`)."""
-    since = first_freeze()
+    since = first_freeze(Path(__file__).parent)  # the chapters' declarations, beside their code
     if since is None:
         return 0.0
     seconds = 0.0
