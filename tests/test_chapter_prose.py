@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from adaptstudy.claims.prose_figures import markdown_text
 from adaptstudy.common.paths import PROJECT_ROOT
-from adaptstudy.reporting.prose_figures import markdown_text
 
 CHAPTERS = sorted((PROJECT_ROOT / "notebooks").glob("06_*.ipynb"))
 EQUIVALENCE = re.compile(
@@ -43,7 +43,7 @@ def test_the_scan_catches_the_sentences_the_audit_found():
 
 
 def test_a_figure_with_an_interval_is_found_only_among_the_verdicts_it_could_come_from():
-    from adaptstudy.reporting.prose_figures import stated
+    from adaptstudy.claims.prose_figures import stated
 
     written = dict(stated("worse by 16.7 [9.3, 24.1] points; −1.9 MB [−135.4, +131.6]; +4.1 [+1.0,\n  +7.2]"))
     assert list(written.values()) == [(16.7, 9.3, 24.1), (1.9, 131.6, 135.4), (4.1, 1.0, 7.2)]
@@ -67,8 +67,8 @@ def every_verdict(committed_verdicts):
 def test_every_undated_figure_with_an_interval_is_one_a_verdict_gives(path, every_verdict):
     """A rerun that moves a verdict fails here until the chapter's prose follows (a paragraph opening with a date
     in bold gives the figures of its date)."""
+    from adaptstudy.claims.prose_figures import stray_figures
     from adaptstudy.reporting.chapters import load_chapters
-    from adaptstudy.reporting.prose_figures import stray_figures
 
     verdicts, described = every_verdict
     names = {c.name for c in load_chapters() if c.page == path.stem}
@@ -78,7 +78,7 @@ def test_every_undated_figure_with_an_interval_is_one_a_verdict_gives(path, ever
 
 
 def test_a_verdict_word_is_read_once_and_only_as_a_verdict():
-    from adaptstudy.reporting.prose_verdicts import written
+    from adaptstudy.claims.prose_verdicts import written
 
     assert written("**Low resource: does not hold.** <!-- claims: holds -->") == {"does not hold"}
     assert written("glibc holds on to the memory") == set()
@@ -93,7 +93,7 @@ def test_a_verdict_word_is_read_once_and_only_as_a_verdict():
 def test_every_verdict_word_the_prose_writes_is_one_its_claims_give(path, every_verdict):
     """A rerun that moves a verdict fails here until the sentence that writes it follows."""
     from adaptstudy.claims.catalog import CLAIMS
-    from adaptstudy.reporting.prose_verdicts import problems
+    from adaptstudy.claims.prose_verdicts import problems
 
     verdicts, _ = every_verdict
     bad = problems(path, verdicts, CLAIMS.names())
@@ -105,7 +105,7 @@ def test_the_verdict_check_catches_a_wrong_word_an_untagged_one_and_an_unknown_c
     from nbformat.v4 import new_markdown_cell, new_notebook
 
     from adaptstudy.claims.catalog import CLAIMS
-    from adaptstudy.reporting.prose_verdicts import given, problems
+    from adaptstudy.claims.prose_verdicts import given, problems
 
     verdicts, _ = every_verdict
     key = next(k for k, words in sorted(given(verdicts).items()) if "holds" not in words)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from adaptstudy.claims.prose_figures import nested, undated_paragraphs, under_every_design
 from adaptstudy.claims.verdicts import Verdict
-from adaptstudy.reporting.prose_figures import nested, undated_paragraphs, under_every_design
 
 TAG = re.compile(r"<!--\s*claims:\s*(?P<names>[^>]*?)\s*-->")
 NONE = "none"
