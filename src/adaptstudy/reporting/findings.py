@@ -179,9 +179,11 @@ def fresh_said(fresh: Verdict | None) -> str:
 
 
 def on(v: Verdict, backbones: pd.Series | None, *more: str) -> str:
-    """' (MiniLM-L6, 22.6M)': the backbone(s) the verdict's runs were made on, then `more` ('post hoc'); '' for
-    neither."""
+    """' (MiniLM-L6, 22.6M)': the backbone(s) the verdict's runs were made on ('no runs yet' for none), then `more`
+    ('post hoc'); '' without backbones and `more`."""
     names = sorted(set(backbones.reindex(sorted(v.run_ids)).dropna())) if backbones is not None else []
+    if backbones is not None and not v.run_ids:
+        names = ["no runs yet"]
     said = "; ".join([" and ".join(names), *more] if names else more)
     return f" ({said})" if said else ""
 
