@@ -152,6 +152,19 @@ def test_a_later_plan_buys_the_headlines_first_leaves_out_what_was_bought_and_co
     assert cell_seconds(here, "fp32 on AVX2", ratio) == 200.0 and cell_seconds(here, None, ratio) == 145.0
 
 
+def test_a_later_plan_names_a_wrong_claim_or_plan_before_reading_any_record(tmp_path, capsys):
+    from adaptstudy.planning.power import main
+
+    assert main([str(tmp_path / "no-records"), "--first", "houlsby.parity", "houlsby.pariti"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith("error: --first names ['houlsby.pariti'], not declared claims; valid: ")
+        and "houlsby.parity" in err
+    )
+    assert main([str(tmp_path / "no-records"), "--after", str(tmp_path / "plan.csv")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: --after {tmp_path / 'plan.csv'}: no such file"
+
+
 def test_the_planner_scores_an_arm_and_its_partner_on_one_evaluation_set(committed_verdicts):
     """Every claim's cells of one task are bought on one evaluation set (the DSP arms once mixed the whole split
     with its 500-example cap, so their fresh intervals could not be widened); cells that would mix are refused."""

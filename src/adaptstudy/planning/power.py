@@ -40,6 +40,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from adaptstudy.claims.catalog import CLAIMS
 from adaptstudy.claims.evidence import Judgement
 from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.claims.what_it_takes import Z, distance
@@ -254,6 +255,7 @@ def plan(
         }
     rows += list(rows_of.values())
     table = pd.DataFrame(rows, columns=["claim", "taken", "seeds per arm", "CPU-hours", "cumulative", "why"])
+    table.attrs["kind ratio"] = ratio  # what a run elsewhere was scaled by
     first = {cell.study: next_seed.get(cell.study, 1) for cell in bought}
     taken = {cell: list(range(first[cell.study], first[cell.study] + seeds)) for cell, seeds in bought.items()}
     return table, taken
@@ -297,17 +299,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first", nargs="*", default=[], metavar="KEY", help="claims to buy before the others")
     parser.add_argument("--machine", help="the machine kind to cost runs on (default: this machine's)")
     args = parser.parse_args(argv)
-    verdicts, _ = chapter_verdicts(chapter_runs(args.root))
-    known = {v.claim.key for v in verdicts}
-    unknown = sorted(set(args.first) - known)
+    unknown = sorted(set(args.first) - set(CLAIMS.names()))  # checked before any record is read
     if unknown or (args.after and not args.after.is_file()):
-        said = f"--first names {unknown}, not judged claims" if unknown else f"--after {args.after}: no such file"
+        said = (
+            f"--first names {unknown}, not declared claims; valid: {', '.join(CLAIMS.names())}"
+            if unknown
+            else f"--after {args.after}: no such file"
+        )
         print(f"error: {said}", file=sys.stderr)
         return 2
     bought = pd.read_csv(args.after).query("taken == 'yes'")["claim"].tolist() if args.after else []
     kind = args.machine or this_machine()
+    verdicts, _ = chapter_verdicts(chapter_runs(args.root))
     table, taken = plan(verdicts, args.root, args.budget, first=args.first, skip=bought, kind=kind)
-    print(f"costed on {kind}; runs elsewhere scaled by {kind_ratio(chapter_records(Path(args.root)), kind):.2f}")
+    print(f"costed on {kind}; runs elsewhere scaled by {table.attrs['kind ratio']:.2f}")
     print(table.to_string(index=False))
     if args.write:
         folder = Path(args.write)
@@ -322,12 +327,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def this_machine() -> str:
-    """This machine's kind as records name theirs: the precision `auto` picks here and torch's CPU kernels."""
-    import torch
+    """This machine's kind as records name theirs (`machine_label`): the precision `auto` picks here and torch's CPU
+    kernels."""
+    from adaptstudy.training.device import machine_description
 
-    from adaptstudy.training.device import resolve_precision
-
-    return f"{resolve_precision('auto')} on {torch.backends.cpu.get_cpu_capability()}"
+    machine = machine_description()
+    return machine_label({"precision_used": machine["precision"], "machine": machine})
 
 
 if __name__ == "__main__":
