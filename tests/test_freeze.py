@@ -53,7 +53,7 @@ def test_a_frozen_claim_is_frozen_again_only_when_asked_and_named_claims_alone_a
     copy = tmp_path / "claims.yaml"
     shutil.copy(base, copy)
     protocol, when = _protocol(base), datetime(2030, 1, 1, tzinfo=timezone.utc)
-    with pytest.raises(ValueError, match=r"already frozen: parity-64 \(frozen 2026-12-05 15:18\)"):
+    with pytest.raises(ValueError, match=r"already frozen: .*ablation-one \(frozen 2026-12-05 15:18\)"):
         freeze(copy, "again", 24, protocol, when=when)
     assert load_declaration(copy) == load_declaration(base)  # nothing written
     with pytest.raises(ValueError, match="no claim named parity-65; its claims: parity-64, "):
@@ -158,7 +158,7 @@ def test_a_later_plan_names_a_wrong_claim_or_plan_before_reading_any_record(tmp_
     assert main([str(tmp_path / "no-records"), "--first", "houlsby.parity", "houlsby.pariti"]) == 2
     err = capsys.readouterr().err
     assert (
-        err.startswith("error: --first names ['houlsby.pariti'], not declared claims; valid: ")
+        err.startswith("error: --first or --only names ['houlsby.pariti'], not declared claims; valid: ")
         and "houlsby.parity" in err
     )
     assert main([str(tmp_path / "no-records"), "--after", str(tmp_path / "plan.csv")]) == 2
@@ -345,11 +345,11 @@ def test_the_freeze_command_refreezes_only_when_asked_and_names_the_records_that
     protocol = _protocol(base)
     monkeypatch.setattr(amend, "protocol_of", lambda path: protocol)
     results = str(PROJECT_ROOT / "results" / "houlsby_base")
-    argv = [str(copy), "--freeze", "--claims", "parity-64", "--reason", "again", "--results-dir", results]
+    argv = [str(copy), "--freeze", "--claims", "ablation-one", "--reason", "again", "--results-dir", results]
     assert amend.main(argv) == 2
-    assert "already frozen: parity-64 (frozen 2026-12-05 15:18)" in capsys.readouterr().err
+    assert "already frozen: ablation-one (frozen 2026-12-05 15:18)" in capsys.readouterr().err
     assert amend.main([*argv, "--refreeze"]) == 0
     printed = capsys.readouterr().out
-    line = next(line for line in printed.splitlines() if line.startswith("parity-64: "))
+    line = next(line for line in printed.splitlines() if line.startswith("ablation-one: "))
     assert "records of houlsby_base, made since its freeze of 2026-12-05 15:18, no longer confirm it: " in line
     assert "e1feb7f4df9c8bdb" in line  # MRPC, size 64, seed 1: made after that freeze

@@ -3,14 +3,17 @@ head train, attention weights recorded, and a saved fusion setup reloads to iden
 
 import json
 
+import pandas as pd
 import pytest
 import torch
 from transformers import AutoTokenizer
 
+from adaptstudy.claims.prerequisites import unaccepted
 from adaptstudy.common.files import is_complete, mark_complete
 from adaptstudy.data import load_task, resolve_task
 from adaptstudy.models.backbones import resolve_backbone
 from adaptstudy.models.methods import count_parameters
+from adaptstudy.runs import frozen_artifacts
 from adaptstudy.runs.base import ConfigError, validate
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, source_folder
 from adaptstudy.training import runner
@@ -183,3 +186,49 @@ def test_a_damaged_cached_source_adapter_is_named_set_aside_and_trained_again(tm
     out = capsys.readouterr().out
     assert f"the source adapter of mrpc at {folder} does not load" in out and "set aside" in out
     assert not folder.exists() and folder.with_name(f"{folder.name}-unloadable").is_dir()
+
+
+@pytest.mark.slow
+def test_frozen_source_adapters_travel_with_the_project_and_one_changed_byte_stops_their_runs(
+    fused, tmp_path, monkeypatch
+):
+    """A confirmatory run builds on the frozen weights on every machine: on a machine whose cache is empty the
+    frozen copies are used (nothing trains again), the record names their hash, a frozen copy changed by one byte
+    is refused before any run starts from it, and a run on weights of another hash is no confirmatory run."""
+    root, config, _, _ = fused
+    monkeypatch.setattr(frozen_artifacts, "FROZEN", tmp_path / "frozen")
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(root / "cache"))
+    sources = [source_config(t, config.source_settings, str(root / "results")) for t in config.fusion_sources]
+    hashes = {s.run_id: frozen_artifacts.freeze(s.run_id, source_folder(s), "fusion", "a source") for s in sources}
+    assert frozen_artifacts.main(["check"]) == 0
+
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "new machine"))  # an empty cache
+
+    def trained_again(*args, **kwargs):
+        raise AssertionError("a frozen source adapter was trained again")
+
+    monkeypatch.setattr(runner, "finetune", trained_again)  # what trains a prerequisite
+    elsewhere = config.model_copy(update={"results_dir": str(tmp_path / "results")})
+    record = run(elsewhere)
+    assert {n["run_id"]: n["sha256"] for n in record["prerequisites"]} == hashes
+
+    weights = next((tmp_path / "frozen" / sources[0].run_id).glob("*.bin"), None) or next(
+        (tmp_path / "frozen" / sources[0].run_id).glob("*.safetensors")
+    )
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 1
+    weights.write_bytes(bytes(data))
+    with pytest.raises(frozen_artifacts.FrozenArtifactError, match=sources[0].run_id):
+        run(elsewhere.model_copy(update={"seed": 1}))
+    assert frozen_artifacts.main(["check"]) == 2
+
+    needs = [
+        {**n, "record": json.loads((root / "results" / f"{n['run_id']}.json").read_text())}
+        for n in record["prerequisites"]
+    ]
+    other = [{**needs[0], "sha256": "0" * 64}, *needs[1:]]
+    runs = pd.DataFrame(
+        {"run_id": ["frozen", "other"], "finished_at": [record["finished_at"]] * 2, "prerequisites": [needs, other]}
+    )
+    left_out = unaccepted(runs, since=pd.Timestamp(record["finished_at"]))
+    assert list(left_out) == ["other"] and "another treatment" in left_out["other"]

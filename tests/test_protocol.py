@@ -67,7 +67,7 @@ def test_an_edited_grid_fails_the_ledger_naming_the_part(tmp_path, part, grid, o
         (
             "houlsby",
             "size",
-            "confirmation grids (the power plan and its addendum)",
+            "confirmation grids (the power plan, its addendum and the later plan for the headlines)",
             "confirm/power/houlsby_power.yaml",
             "  adam_epsilon:\n",
             "  max_eval_examples:\n  - 500\n  adam_epsilon:\n",
@@ -75,7 +75,7 @@ def test_an_edited_grid_fails_the_ledger_naming_the_part(tmp_path, part, grid, o
         (
             "houlsby",
             "top-k",
-            "confirmation grids (the power plan and its addendum)",
+            "confirmation grids (the power plan, its addendum and the later plan for the headlines)",
             "confirm/power/houlsby_power_units.yaml",
             "  adam_epsilon:\n",
             "  max_eval_examples:\n  - 500\n  adam_epsilon:\n",

@@ -140,15 +140,33 @@ def test_a_resumed_run_costs_the_seconds_of_all_its_sessions_and_keeps_its_epoch
     assert 0 < marker[core.SECONDS] <= first["train_runtime_s"] + first["eval_runtime_s"]
     here = core.this_session(device.resolve_precision(settings.precision))
     assert marker[core.SESSIONS] == [here]
-    elsewhere = {"precision": "bf16" if here["precision"] == "fp32" else "fp32", "cpu_capability": "AVX512"}
-    # an earlier session of 1,000 s, on the other machine kind
+    elsewhere = {"precision": here["precision"], "cpu_capability": "AVX512", "machine": "another kind"}
+    # an earlier session of 1,000 s, on another machine kind training in the same precision
     mark_complete(kept, {**marker, core.SECONDS: marker[core.SECONDS] + 1000.0, core.SESSIONS: [elsewhere]})
     resumed = train(settings, checkpoint_dir=folder, write=False)
     assert resumed["resumed_from_step"] == marker["step"]
     assert resumed["train_runtime_s"] > 1000.0
     assert resumed["sessions"] == [elsewhere, here] and first["sessions"] == [here]
-    assert resumed["precision_used"] == f"{elsewhere['precision']} then {here['precision']}"
+    assert resumed["precision_used"] == here["precision"]
     assert [row["epoch"] for row in resumed["history"]] == [row["epoch"] for row in first["history"]] == [1.0, 2.0]
+
+
+def test_a_run_never_resumes_from_a_checkpoint_saved_in_another_precision(tmp_path, data_dir):
+    """bf16 steps then fp32 steps would be a treatment no other run had: the checkpoint goes, the run trains from
+    step 0 in this machine's precision, and its record says why (`restarted`)."""
+    settings = FinetuneConfig(**{**TINY, "num_train_epochs": 2, "checkpoint_every_s": 0}, method="bitfit")
+    folder = tmp_path / "ckpt"
+    first = finetune(settings, checkpoint_dir=folder, write=False)
+    kept = last_complete_checkpoint(folder)
+    marker = read_marker(kept)
+    here = core.this_session(device.resolve_precision(settings.precision))
+    other = {**here, "precision": "bf16" if here["precision"] == "fp32" else "fp32", "machine": "another kind"}
+    mark_complete(kept, {**marker, core.SECONDS: marker[core.SECONDS] + 1000.0, core.SESSIONS: [other]})
+    again = finetune(settings, checkpoint_dir=folder, write=False)
+    assert again["resumed_from_step"] is None and again["sessions"] == [here]
+    assert again["train_runtime_s"] < 1000.0 and again["precision_used"] == here["precision"]
+    assert again["restarted"][0]["checkpoint"] == kept and "started again from step 0" in again["restarted"][0]["error"]
+    assert again["train_loss"] == pytest.approx(first["train_loss"], rel=1e-5)
 
 
 @pytest.mark.parametrize("train", [finetune, train_multitask], ids=["finetune", "multitask"])

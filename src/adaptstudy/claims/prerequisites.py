@@ -5,6 +5,9 @@ the frozen one only if every metric its record reports agrees with the frozen tr
 that started from one that does not is no fresh seed of the frozen claim: it stays exploratory, and the page says
 why (`unaccepted`).
 
+A prerequisite with a frozen copy in the project (`runs.frozen_artifacts`, committed with its hash) is judged by
+its weights instead: a run whose record names another hash for it started from another treatment.
+
 The tolerance is relative, on each metric of the prerequisite's record: 0.1%. Retraining the same settings and seed
 on another processor changes only the arithmetic (bf16 kernels differ between machines): the committed retrainings
 of the DSP pretrainings, on three machine kinds, moved held-out perplexity by at most 0.07%. A retraining beyond it
@@ -19,6 +22,8 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
+
+from adaptstudy.runs.frozen_artifacts import frozen_hash
 
 TOLERANCE = 1e-3  # relative, on every metric a prerequisite's record reports
 NOT_USED = "diverged"  # a retraining whose model was removed (`retrained` entries that carry it)
@@ -74,6 +79,9 @@ def unaccepted(runs: pd.DataFrame, since: datetime) -> dict[str, str]:
     out = {}
     for run_id, finished, needs in zip(runs["run_id"], runs["finished_at"], runs["prerequisites"]):
         for need in needs if isinstance(needs, list) else []:
+            if why := not_the_frozen_weights(need):
+                out[run_id] = why
+                continue
             record = need.get("record")
             if record is None:
                 out[run_id] = f"its prerequisite {need['run_id']} has no record here to check against its freeze"
@@ -88,3 +96,15 @@ def unaccepted(runs: pd.DataFrame, since: datetime) -> dict[str, str]:
                     f"tolerance {TOLERANCE:.1%} relative)"
                 )
     return out
+
+
+def not_the_frozen_weights(need: Mapping[str, Any]) -> str:
+    """Why a prerequisite is not the frozen one, where it has a frozen copy (`runs.frozen_artifacts`) and the run's
+    record names the hash of the weights it used: '' where the hashes agree or either is not known."""
+    frozen, used = frozen_hash(need["run_id"]), need.get("sha256")
+    if frozen is None or used is None or used == frozen:
+        return ""
+    return (
+        f"it started from {need['run_id']} ({need.get('study')}) with weights of hash {used[:16]}, not the frozen "
+        f"copy's {frozen[:16]}: another treatment"
+    )

@@ -11,7 +11,8 @@ Per cell that finished stage 1: full fine-tuning and size-64 adapters at their c
 the shared rule and its tie rule), with the cell's stage-1 settings, seeds 1-3; where seeds 1-3 ran before the
 claims over all five tasks were frozen, seeds 4-6 too, so those claims' confirmatory verdicts have fresh seeds on
 every task. The adapters on the layer ablation's backbone and tasks also evaluate it (each span of layers' adapters
-removed after training, no training).
+removed after training, no training). Every run not yet made trains in fp32 (`PRECISION`), whatever the machine, so
+the arms of a task never differ in precision; seeds 1-3 of MRPC and CoLA keep the bf16 they ran in.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from adaptstudy.runs.records import made_at, read_records, resolve_results_dir
 
 STAGE_1 = PROJECT_ROOT / "params" / "cpu" / "houlsby_base_select.yaml"
 SEEDS, FRESH_SEEDS = [1, 2, 3], [4, 5, 6]
+PRECISION = "fp32"  # every run made after the precision was declared: both arms of a task in one precision anywhere
 FIVE_TASKS = ("parity-64-glue", "parity-64-l3")  # the claims whose confirmatory verdicts need fresh seeds on each task
 HEADER = """# The Houlsby chapter's claims on other backbones, stage 2: the reported seeds at the rates stage 1
 # (houlsby_base_select.yaml, seed 0) chose on the selection split, for the cells (backbone, task) whose stage 1 has
@@ -73,10 +75,14 @@ def report_grid(runs: pd.DataFrame, cells: list[BackboneTask] | None = None) -> 
         houlsby = {"adapter_size": [64], "learning_rate": [adapters]}
         if backbone == ABLATED and task in ONE_LAYER.design.all_units:
             houlsby["layer_ablation"] = [True]
-        axis = {"backbone": [backbone], "task": [task], "seed": seeds(runs, (backbone, task))}
-        if caps[(backbone, task)] is not None:
-            axis["max_train_examples"] = [caps[(backbone, task)]]
-        axes.append({**axis, "method": {"full": {"learning_rate": [full]}, "houlsby": houlsby}})
+        method = {"full": {"learning_rate": [full]}, "houlsby": houlsby}
+        cap = {} if caps[(backbone, task)] is None else {"max_train_examples": [caps[(backbone, task)]]}
+        wanted = seeds(runs, (backbone, task))
+        if wanted != SEEDS:  # seeds 1-3 ran before the campaign's precision was declared: they stay as they ran
+            axes.append({"backbone": [backbone], "task": [task], "seed": SEEDS, **cap, "method": method})
+            wanted = FRESH_SEEDS
+        axis = {"backbone": [backbone], "task": [task], "seed": wanted, **cap, "precision": [PRECISION]}
+        axes.append({**axis, "method": method})
     fixed = {k: v for k, v in stage_1["fixed"].items() if k not in ("seed", "backbone")}
     return {"study": stage_1["study"], "description": "reported seeds", "fixed": fixed, "axes": axes}
 

@@ -21,6 +21,8 @@ The rule, applied to the committed records and each claim's exploratory verdict:
 
     python -m adaptstudy.planning.power results --write params/cpu/confirm/power
 
+`--only KEY ...` plans those claims alone; `--precision fp32` has every bought run train in fp32 on every machine.
+
 A later plan (`--after PLAN.csv`) takes only the claims the earlier plan did not buy, the headline claims first
 (`--first KEY ...`: each source's claim a reader looks for first), each at 3 fresh seeds per arm at least, then the
 others by rule 4. Its costs are the seconds the records paid on the kind of machine it runs on (`--machine`, by
@@ -44,6 +46,7 @@ from adaptstudy.claims.catalog import CLAIMS
 from adaptstudy.claims.evidence import Judgement
 from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.claims.what_it_takes import Z, distance
+from adaptstudy.common.files import write_json_atomic
 from adaptstudy.planning.allocation import (
     PlanCell,
     chapter_records,
@@ -298,11 +301,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", type=Path, help="an earlier plan's plan.csv: leave out the claims it bought")
     parser.add_argument("--first", nargs="*", default=[], metavar="KEY", help="claims to buy before the others")
     parser.add_argument("--machine", help="the machine kind to cost runs on (default: this machine's)")
+    parser.add_argument("--only", nargs="*", default=[], metavar="KEY", help="plan these claims alone")
+    parser.add_argument(
+        "--precision", choices=("fp32", "bf16"), help="the precision every bought run trains in, on every machine"
+    )
     args = parser.parse_args(argv)
-    unknown = sorted(set(args.first) - set(CLAIMS.names()))  # checked before any record is read
+    unknown = sorted(set(args.first + args.only) - set(CLAIMS.names()))  # checked before any record is read
     if unknown or (args.after and not args.after.is_file()):
         said = (
-            f"--first names {unknown}, not declared claims; valid: {', '.join(CLAIMS.names())}"
+            f"--first or --only names {unknown}, not declared claims; valid: {', '.join(CLAIMS.names())}"
             if unknown
             else f"--after {args.after}: no such file"
         )
@@ -311,19 +318,46 @@ def main(argv: list[str] | None = None) -> int:
     bought = pd.read_csv(args.after).query("taken == 'yes'")["claim"].tolist() if args.after else []
     kind = args.machine or this_machine()
     verdicts, _ = chapter_verdicts(chapter_runs(args.root))
+    if args.only:
+        verdicts = [v for v in verdicts if v.claim.key in set(args.only)]
     table, taken = plan(verdicts, args.root, args.budget, first=args.first, skip=bought, kind=kind)
+    if args.precision:
+        taken = {at_precision(cell, args.precision): seeds for cell, seeds in taken.items()}
     print(f"costed on {kind}; runs elsewhere scaled by {table.attrs['kind ratio']:.2f}")
     print(table.to_string(index=False))
     if args.write:
         folder = Path(args.write)
         folder.mkdir(parents=True, exist_ok=True)
         table.to_csv(folder / "plan.csv", index=False)
+        costed = {"kind": kind, "ratio": round(table.attrs["kind ratio"], 3), "budget_h": args.budget}
+        costed |= {"machine": this_machine_description(), "written": pd.Timestamp.now(tz="UTC").isoformat()}
+        write_json_atomic(costed, folder / COSTED)
         text = HEADER.format(budget=args.budget, folder=args.write)
+        text += (
+            f"\nCosted on {kind} (runs measured elsewhere scaled by {costed['ratio']:.2f}): {COSTED} beside this file."
+        )
         header = "".join(f"# {line}\n" for line in text.splitlines())
         for name, grid in grids(taken, "_power", "confirmatory runs by power", PlanCell.with_seed).items():
             (folder / f"{name}.yaml").write_text(header + yaml.safe_dump(grid, sort_keys=False, width=120))
             write_run_ids(folder / f"{name}.yaml")
     return 0
+
+
+def at_precision(cell: PlanCell, precision: str) -> PlanCell:
+    """The cell trained in `precision` on every machine (`auto` would pick per machine): the arms of a claim's unit
+    then never differ in precision, and a run can resume on any machine."""
+    return PlanCell(
+        cell.study, cell.kind, json.dumps({**json.loads(cell.settings), "precision": precision}, sort_keys=True)
+    )
+
+
+COSTED = "costed.json"  # beside a plan: the machine kind its costs are in, the ratio, the budget, when written
+
+
+def this_machine_description() -> dict:
+    from adaptstudy.training.device import machine_description
+
+    return machine_description()
 
 
 def this_machine() -> str:

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from transformers import Trainer, TrainingArguments
 
-from adaptstudy.common.files import read_marker
+from adaptstudy.common.files import read_marker, remove_folder
 from adaptstudy.models.fast_dropout import use_fast_dropout
 from adaptstudy.models.methods import METHODS
 from adaptstudy.runs.base import TrainingRun, validate
@@ -92,6 +92,8 @@ class Session:
         self.seconds_before = 0.0  # the sessions' before the resume; None where the checkpoint predates the ledger
         self._steps = 0
         self.precision = self._precision()
+        if self.resume and (saved := self._checkpoint_precision()) not in (None, self.precision):
+            self._start_again(saved)
         self.sessions = [
             this_session(self.precision)
         ]  # the machine of every session that trained the run, this one last
@@ -107,13 +109,27 @@ class Session:
 
     def _precision(self) -> str:
         """The precision this session trains in: the run's setting on this machine, except that a run resumed on the
-        kind of machine its checkpoint was saved on continues in the checkpoint's precision (on another kind it may
-        change, and the record says so: `precision_used`)."""
+        kind of machine its checkpoint was saved on continues in the checkpoint's precision."""
         resolved = resolve_precision(self.config.precision)
         last = (self.marker.get(SESSIONS) or [{}])[-1]
         if last.get("machine") == machine_kind() and last.get("precision"):
             return last["precision"]
         return resolved
+
+    def _checkpoint_precision(self) -> str | None:
+        """The precision the resumed checkpoint's last session trained in (None where its marker predates it)."""
+        return (self.marker.get(SESSIONS) or [{}])[-1].get("precision")
+
+    def _start_again(self, saved: str) -> None:
+        """A run never resumes in another precision than its checkpoint's (bf16 steps then fp32 steps would be a
+        treatment no other run had): its checkpoints go and it trains from step 0 here; its record says so
+        (`restarted`)."""
+        for checkpoint in self.output_dir.glob("checkpoint-*"):
+            remove_folder(checkpoint)
+        why = f"saved in {saved}, this machine trains in {self.precision}: started again from step 0"
+        self.set_aside.append({"checkpoint": self.resume, "error": why, "removed": True})
+        print(f"WARNING {self.config.run_id}: checkpoint {self.resume} was {why}", flush=True)
+        self.resume, self.marker = None, {}
 
     @property
     def resumed_step(self) -> int | None:

@@ -27,6 +27,7 @@ from adaptstudy.common.paths import cache_root
 from adaptstudy.runs.artifacts import is_artifact
 from adaptstudy.runs.base import RunConfig
 from adaptstudy.runs.finetune_config import FinetuneConfig, source_config, source_folder
+from adaptstudy.runs.frozen_artifacts import folder_hash, provide
 from adaptstudy.runs.multitask_config import MultiTaskConfig
 from adaptstudy.runs.pretrain_config import PretrainConfig
 from adaptstudy.runs.records import check_writable, read_ok_record, resolve_results_dir, write_record
@@ -85,8 +86,9 @@ def prerequisites(config: RunConfig) -> Iterator[Prerequisite]:
             source = source_config(task, config.source_settings, str(results))
             yield Prerequisite(
                 source,
-                done=lambda source=source, task=task: loadable_artifact(
-                    source_folder(source), f"the source adapter of {task}"
+                done=lambda source=source, task=task: (
+                    provide(source.run_id, source_folder(source))
+                    or loadable_artifact(source_folder(source), f"the source adapter of {task}")
                 ),
                 train=lambda checkpoints, write, source=source: finetune(
                     source, write, checkpoint_dir=checkpoints, save_adapter_to=source_folder(source)
@@ -244,10 +246,19 @@ def run(config: RunConfig, checkpoint_dir: str | os.PathLike | None = None, writ
     return with_prerequisites(config, record, write)
 
 
+def artifact_hash(folder: Path) -> dict[str, str]:
+    """`{"sha256": ...}` of the artifact a run started from (`frozen_artifacts.folder_hash`), where it is there."""
+    return {"sha256": folder_hash(folder)} if is_complete(folder) else {}
+
+
 def with_prerequisites(config: RunConfig, record: dict[str, Any], write: bool) -> dict[str, Any]:
-    """The record naming what the run started from (`prerequisites`: each one's run id and the study folder of its
-    record), written again where it was written: a confirmatory verdict checks them against its claim's freeze."""
-    needs = [{"run_id": n.config.run_id, "study": n.record_path().parent.name} for n in prerequisites(config)]
+    """The record naming what the run started from (`prerequisites`: each one's run id, the study folder of its
+    record and the hash of the weights it used), written again where it was written: a confirmatory verdict checks
+    them against its claim's freeze and the frozen copies' hashes (`runs.frozen_artifacts`)."""
+    needs = [
+        {"run_id": n.config.run_id, "study": n.record_path().parent.name, **artifact_hash(n.artifact())}
+        for n in prerequisites(config)
+    ]
     if not needs:
         return record
     record = {**record, "prerequisites": needs}

@@ -16,9 +16,10 @@ CHAPTER = register(
         protocol={
             "selection grids (rates, epochs)": (grid("cpu/houlsby_select.yaml"), grid("cpu/houlsby_extend.yaml")),
             "report grid (seeds, evaluation caps)": (grid("cpu/houlsby_report.yaml"),),
-            "confirmation grids (the power plan and its addendum)": (
+            "confirmation grids (the power plan, its addendum and the later plan for the headlines)": (
                 grid("cpu/confirm/power/houlsby_power.yaml"),
                 grid("cpu/confirm/power/houlsby_power_units.yaml"),
+                grid("cpu/confirm/power-houlsby/houlsby_power.yaml"),
             ),
             "selection and tie rules (houlsby/choices.py)": (choices, *CHOOSING),
             "the extended selection's budget (claims.yaml budgets)": (choices.EXTENDED.model_dump(mode="json"),),
