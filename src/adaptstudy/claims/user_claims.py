@@ -17,11 +17,12 @@ from adaptstudy.claims.baselines import flag_runs
 from adaptstudy.claims.catalog import Claim
 from adaptstudy.claims.declarations import Declared, Design, Entry, margin_said
 from adaptstudy.claims.evidence import contrast
-from adaptstudy.claims.ledgers import entry_written
+from adaptstudy.claims.ledgers import entry_written, with_ledgers
 from adaptstudy.claims.protocol import fingerprint, shared_parts
 from adaptstudy.claims.user_arms import arm_runs, checked_arms
 from adaptstudy.claims.verdicts import Verdict, arm, verdict_of
 from adaptstudy.common import strict_yaml
+from adaptstudy.common.files import locked_file, write_text_atomic
 
 
 class UserClaim(Design):
@@ -96,28 +97,36 @@ def user_protocol(declaration: UserDeclaration) -> dict[str, str]:
     return parts | {ARMS_PART: fingerprint([{"arms": declaration.arms, "seed": declaration.selection_seed}])}
 
 
-def freeze_user_claims(path: Path) -> list[str]:
+def freeze_user_claims(path: Path, records: int | None = None) -> list[str]:
     """Write each claim's ledger as the chapters' (declared where it had none, then frozen, dated now, with the
-    design's and the protocol's fingerprints); refused for a claim frozen already. Keeps the file's leading comment."""
-    declaration = load_user_declaration(path)
-    frozen = [n for n, c in declaration.claims.items() if any(e.event == "frozen" for e in c.ledger)]
-    if frozen:
-        raise ValueError(
-            f"{path}: already frozen: {', '.join(frozen)}; a second freeze would move their confirmatory runs"
-        )
-    when, protocol = datetime.now(timezone.utc).replace(microsecond=0), user_protocol(declaration)
-    raw = strict_yaml.load(path.read_text(encoding="utf-8"))
-    for name, claim in declaration.claims.items():
-        design = claim.fingerprint()
-        ledger = claim.ledger or [
-            Entry(event="declared", date=when, reason="declared at its freeze", fingerprint=design)
-        ]
-        entry = Entry(
-            event="frozen", date=when, reason="frozen for confirmation", fingerprint=design, protocol=protocol
-        )
-        raw["claims"][name]["ledger"] = [entry_written(e.model_dump(mode="json")) for e in [*ledger, entry]]
-    header = "".join(line for line in path.read_text(encoding="utf-8").splitlines(True) if line.startswith("#"))
-    path.write_text(header + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
+    design's and the protocol's fingerprints, and `records`, how many records the results folder held, where
+    given); refused for a claim frozen already. Only the ledgers' lines change (`ledgers.with_ledgers`): the
+    file's layout, comments and spellings stay, and it is written whole, under a lock (two freezes at once take
+    turns; the second finds the claims frozen)."""
+    with locked_file(path):
+        declaration = load_user_declaration(path)
+        frozen = [n for n, c in declaration.claims.items() if any(e.event == "frozen" for e in c.ledger)]
+        if frozen:
+            raise ValueError(
+                f"{path}: already frozen: {', '.join(frozen)}; a second freeze would move their confirmatory runs"
+            )
+        when, protocol = datetime.now(timezone.utc).replace(microsecond=0), user_protocol(declaration)
+        ledgers = {}
+        for name, claim in declaration.claims.items():
+            design = claim.fingerprint()
+            ledger = claim.ledger or [
+                Entry(event="declared", date=when, reason="declared at its freeze", fingerprint=design)
+            ]
+            entry = Entry(
+                event="frozen",
+                date=when,
+                reason="frozen for confirmation",
+                records=records,
+                fingerprint=design,
+                protocol=protocol,
+            )
+            ledgers[name] = [entry_written(e.model_dump(mode="json")) for e in [*ledger, entry]]
+        write_text_atomic(with_ledgers(path.read_text(encoding="utf-8"), ledgers), path)
     return list(declaration.claims)
 
 

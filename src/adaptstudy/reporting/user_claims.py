@@ -23,9 +23,11 @@ from pathlib import Path
 import pandas as pd
 
 from adaptstudy.claims.user_claims import UserDeclaration, freeze_user_claims, load_user_declaration, user_verdicts
+from adaptstudy.common.files import write_text_atomic
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.scorecard import status
 from adaptstudy.reporting.verdict_tables import verdict_table
+from adaptstudy.runs.records import read_records
 
 
 def user_table(declaration: UserDeclaration, runs: pd.DataFrame) -> pd.DataFrame:
@@ -54,27 +56,56 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m adaptstudy.reporting.user_claims", description=__doc__.split("\n")[0]
     )
     parser.add_argument("declaration", help="a YAML file declaring your claims (see the module's docstring)")
-    parser.add_argument("--results-dir", required=True, help="the folder holding your runs' records")
+    parser.add_argument(
+        "--results-dir", help="the folder holding your runs' records (with --freeze: counted in the ledger, optional)"
+    )
     parser.add_argument("--csv", help="also write the verdict table to this CSV file")
-    parser.add_argument("--freeze", action="store_true", help="freeze the claims for confirmation (writes the file)")
+    parser.add_argument(
+        "--freeze", action="store_true", help="freeze the claims for confirmation (writes their ledgers, only)"
+    )
     args = parser.parse_args(argv)
     try:
+        results = _checked(args)
         if args.freeze:
-            print(f"frozen: {', '.join(freeze_user_claims(Path(args.declaration)))}")
+            records = None if results is None else len(read_records(results, None))  # each read: none truncated
+            print(f"frozen: {', '.join(freeze_user_claims(Path(args.declaration), records))}")
             return 0
         declaration = load_user_declaration(args.declaration)
-        if not Path(args.results_dir).is_dir():
-            raise ValueError(f"--results-dir {args.results_dir}: no such folder")
-        if args.csv and not Path(args.csv).resolve().parent.is_dir():
-            raise ValueError(f"--csv {args.csv}: its folder {Path(args.csv).resolve().parent} does not exist")
-        table = user_table(declaration, load_runs(args.results_dir))
+        table = user_table(declaration, load_runs(results))
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(as_text(table))
     if args.csv:
-        table.to_csv(args.csv, index=False)
+        write_text_atomic(table.to_csv(index=False), args.csv)
     return 0
+
+
+def _checked(args) -> Path | None:
+    """The command's input, refused before anything is read or written, one line each: a results folder that
+    exists (needed to judge; optional for a freeze), and a CSV file that is neither the declaration nor inside the
+    results folder (it would overwrite what it reports on), in a folder that exists, and asked for only when a table
+    is made."""
+    if args.results_dir is None and not args.freeze:
+        raise ValueError("--results-dir is needed to judge the claims (the folder holding your runs' records)")
+    results = None if args.results_dir is None else Path(args.results_dir)
+    if results is not None and not results.is_dir():
+        raise ValueError(f"--results-dir {results}: no such folder")
+    if args.csv:
+        csv = Path(args.csv).resolve()
+        if args.freeze:
+            raise ValueError(f"--csv {args.csv}: a freeze writes no verdict table; judge the claims without --freeze")
+        if csv == Path(args.declaration).resolve():
+            raise ValueError(f"--csv {args.csv} is the declaration file itself: name a new file for the table")
+        if results is not None and csv.is_relative_to(results.resolve()):
+            raise ValueError(
+                f"--csv {args.csv} lies in the results folder {results}, among the records: write the table elsewhere"
+            )
+        if not csv.parent.is_dir():
+            raise ValueError(f"--csv {args.csv}: its folder {csv.parent} does not exist")
+        if csv.exists() and csv.suffix.lower() != ".csv":
+            raise ValueError(f"--csv {args.csv}: an existing file that is not a .csv: it is not overwritten")
+    return results
 
 
 if __name__ == "__main__":
