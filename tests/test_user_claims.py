@@ -293,3 +293,114 @@ def test_a_hand_written_freeze_must_freeze_the_declared_design_after_its_declara
         with pytest.raises(ValueError, match=re.escape(message)):
             user_claims.load_user_declaration(path)
         path.write_text(yaml.safe_dump(frozen, allow_unicode=True, sort_keys=False))
+
+
+# --- designs the engine would judge wrongly: refused, or judged as they say (issue 110) -----------------------
+
+
+def _records_for(tmp_path, fake_record, bitfit: dict | None = None, bitfit_metric: str | None = None):
+    """Four seeds of each arm on the custom task; `bitfit` fields set on BitFit's records (another evaluation set),
+    `bitfit_metric` its main metric (another metric)."""
+    task = custom_task(tmp_path)
+    results = tmp_path / "results"
+    for seed in (0, 1, 2, 3):
+        for method, score in (("lora", 80.0), ("bitfit", 70.0)):
+            config = FinetuneConfig(task=task, method=method, seed=seed, data_dir=str(tmp_path))
+            extra = {"eval_examples": 200, "eval_split": "test", **((bitfit or {}) if method == "bitfit" else {})}
+            metric = bitfit_metric if method == "bitfit" else None
+            if metric:  # scored in both, reporting the other: a custom task whose main metric changed
+                extra = {**extra, "metrics": {metric: score + seed * 0.5, "accuracy": score + seed * 0.5}}
+            fake_record(config, score + seed * 0.5, metric=metric, folder=results, **extra)
+    return results
+
+
+def _declared(tmp_path, **claims) -> object:
+    declaration = {**DECLARATION, "claims": {**DECLARATION["claims"], **claims}}
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(declaration, allow_unicode=True))
+    return path
+
+
+def _judged(path, results):
+    """The verdicts, by claim name, in the order `lora-beats-bitfit` first (the file lists its claims sorted)."""
+    verdicts = user_claims.user_verdicts(user_claims.load_user_declaration(path), user_claims.load_runs(results))
+    return sorted(verdicts, key=lambda v: v.claim.key != "lora-beats-bitfit")
+
+
+def test_arms_that_report_different_metrics_are_refused_naming_the_arm_and_the_metrics(tmp_path, fake_record):
+    results = _records_for(tmp_path, fake_record, bitfit_metric="f1")
+    with pytest.raises(ValueError) as error:
+        _judged(_declared(tmp_path), results)
+    assert (
+        "lora-beats-bitfit: arm 'bitfit' on my-reviews reports f1, arm 'lora' accuracy: a comparison is made on one"
+        in (str(error.value))
+    )
+
+
+def test_arms_scored_on_different_evaluation_sets_are_refused_naming_both_sets(tmp_path, fake_record):
+    results = _records_for(tmp_path, fake_record, bitfit={"eval_examples": 150, "eval_split": "test"})
+    with pytest.raises(ValueError) as error:
+        _judged(_declared(tmp_path), results)
+    assert "arm 'bitfit' on my-reviews scored 150 examples of test, arm 'lora' 200 examples of test" in str(error.value)
+
+
+def test_arms_on_one_evaluation_set_and_metric_are_judged(tmp_path, fake_record):
+    results = _records_for(tmp_path, fake_record)
+    (verdict,) = _judged(_declared(tmp_path), results)
+    assert verdict.verdict == "holds"
+
+
+def test_a_measured_quantity_on_the_records_main_metric_is_refused(tmp_path, houlsby_runs):
+    declaration = _mrpc_declaration(tmp_path, PLAIN_64)
+    measured = declaration.claims["mrpc-parity"].model_copy(update={"quantity": "measured"})
+    declaration.claims["mrpc-parity"] = measured
+    with pytest.raises(ValueError, match="mrpc-parity: quantity measured, but its effect is the records' main metric"):
+        user_claims.user_verdicts(declaration, houlsby_runs)
+
+
+REQUIRING = {
+    "sentence": "LoRA beats BitFit by more than a point where it beats it",
+    "where": "lab notebook, 5 Dec",
+    "published": "–",
+    "effect": "LoRA − BitFit (accuracy, points)",
+    "arms": ["lora", "bitfit"],
+    "units": ["my-reviews"],
+    "rule": {"kind": "above", "threshold": 1.0},
+    "requires": "lora-beats-bitfit",
+}
+
+
+def test_a_required_claim_gates_the_verdict_as_it_comes_out(tmp_path, fake_record):
+    """`requires` names a claim of the file, judged first: the requiring claim is judged where it holds, and not
+    testable, saying why, where it does not."""
+    results = _records_for(tmp_path, fake_record)
+    first, gated = _judged(_declared(tmp_path, gated=REQUIRING), results)
+    assert (first.verdict, gated.verdict) == ("holds", "holds")
+    reversed_rule = {**DECLARATION["claims"]["lora-beats-bitfit"], "rule": {"kind": "below", "threshold": 0.0}}
+    path = _declared(tmp_path, gated=REQUIRING)
+    text = yaml.safe_load(path.read_text())
+    text["claims"]["lora-beats-bitfit"] = reversed_rule
+    path.write_text(yaml.safe_dump(text, allow_unicode=True))
+    first, gated = _judged(path, results)
+    assert first.verdict == "does not hold" and gated.verdict == "not testable"
+    assert "judged only where lora-beats-bitfit holds (does not hold here)" in gated.blocked
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"requires": "lora-beat-bitfit"},
+            "gated: requires 'lora-beat-bitfit', not another claim of this file (did you",
+        ),
+        ({"requires": "gated"}, "gated: requires 'gated', not another claim of this file"),
+        ({"rule": {"kind": "above", "threshold": True}}, "the threshold is a number of the effect's units, not True"),
+        ({"rule": {"kind": "above"}}, "rule.threshold\n  Field required"),
+        ({"versus_units": ["my-reviews"]}, "unit 'my-reviews' is in both `units` and `versus_units`"),
+    ],
+)
+def test_a_design_that_would_be_judged_wrongly_is_one_error_naming_it(tmp_path, change, message):
+    path = _declared(tmp_path, gated={**REQUIRING, **change})
+    with pytest.raises(ValueError) as error:
+        user_claims.load_user_declaration(path)
+    assert message in str(error.value)

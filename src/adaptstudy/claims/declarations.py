@@ -64,9 +64,19 @@ ENTRY_ADDED = (
 
 
 class RuleSpec(BaseModel):
+    """A rule and its threshold, both stated: a threshold left out is not read as 0, nor `true` as 1 (YAML's
+    booleans are no numbers a verdict should turn on)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     kind: Literal["above", "below", "within", "outside"]
-    threshold: float = 0.0
+    threshold: float
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _a_number(cls, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"the threshold is a number of the effect's units, not {value!r}")
+        return value
 
 
 class Design(BaseModel):
@@ -119,6 +129,12 @@ class Design(BaseModel):
             twice = sorted({n for n in names if names.count(n) > 1})
             if twice:
                 raise ValueError(f"{field} name {', '.join(map(repr, twice))} twice; each is named once")
+        both = [u for u in self.units if u in self.versus_units]
+        if both:
+            raise ValueError(
+                f"unit {', '.join(map(repr, both))} is in both `units` and `versus_units`: a group compared with "
+                "itself; each unit is on one side"
+            )
         return self
 
     @property

@@ -23,6 +23,7 @@ from adaptstudy.claims.user_arms import arm_runs, checked_arms
 from adaptstudy.claims.verdicts import Verdict, arm, verdict_of
 from adaptstudy.common import strict_yaml
 from adaptstudy.common.files import locked_file, write_text_atomic
+from adaptstudy.common.registry import did_you_mean
 
 
 class UserClaim(Design):
@@ -76,6 +77,15 @@ class UserDeclaration(BaseModel):
         missing = {a for c in self.claims.values() for a in c.arms} - set(self.arms)
         if missing:
             raise ValueError(f"arms {sorted(missing)} are used by claims but not defined; defined: {sorted(self.arms)}")
+        for name, claim in self.claims.items():
+            if claim.requires is not None and (claim.requires not in self.claims or claim.requires == name):
+                others = sorted(set(self.claims) - {name})
+                close = did_you_mean(claim.requires, others)
+                raise ValueError(
+                    f"{name}: requires {claim.requires!r}, not another claim of this file{close}; its other claims: "
+                    f"{', '.join(others) or 'none'}"
+                )
+        self.judging_order()  # a circle of requirements is named here
         now = user_protocol(self)
         for name, claim in self.claims.items():
             for entry in (e for e in claim.ledger if e.event == "frozen"):
@@ -85,6 +95,18 @@ class UserDeclaration(BaseModel):
                         f"{name}: its frozen entry is of another protocol than this one ({'; '.join(moved)}): freeze "
                         "again with --freeze, after which new runs confirm it"
                     )
+
+    def judging_order(self) -> list[str]:
+        """The claims' names, each after the claim it requires (whose verdict gates it); a circle is a ValueError."""
+        order: list[str] = []
+        for name in self.claims:
+            chain = [name]
+            while (required := self.claims[chain[-1]].requires) is not None and required not in order:
+                if required in chain:
+                    raise ValueError(f"claims require each other in a circle: {' → '.join([*chain, required])}")
+                chain.append(required)
+            order += [n for n in reversed(chain) if n not in order]
+        return order
 
 
 ARMS_PART = "arms and the choosing seed (the declaration's `arms`, `selection_seed`)"
@@ -147,24 +169,35 @@ def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verd
     task named in its units; one error naming every arm, setting and unit that cannot be read (`user_arms`)."""
     if runs.empty:
         raise ValueError("no ok record in the results folder: nothing to judge")
-    runs = flag_runs(runs)
+    try:
+        runs = flag_runs(runs)
+    except KeyError as missing:  # a record scored in another metric than its task's (a task whose metric changed)
+        raise ValueError(
+            f"a record holds no {missing} score, the metric its task's constant prediction is checked in: its task's "
+            "main metric changed since it ran; judge runs of one main metric"
+        ) from None
     if declaration.selection_seed is not None:
         runs = runs[runs["seed"] != declaration.selection_seed]
     units = {u for c in declaration.claims.values() for u in c.all_units}
     arms = checked_arms(declaration.arms, units, runs)
-    cells, problems = {}, []
+    cells, chosen, problems = {}, {}, []
     for c in declaration.claims.values():
         for label in c.arms:
             for task in c.all_units:
                 if (label, task) not in cells:
                     try:
-                        cells[label, task] = arm(arm_runs(runs, label, arms[label], task))
+                        selected = arm_runs(runs, label, arms[label], task)
+                        chosen[label, task], cells[label, task] = list(selected["record"]), arm(selected)
                     except ValueError as error:
                         problems.append(str(error))
     if problems:
         raise ValueError("; ".join(dict.fromkeys(problems)))
-    verdicts = []
-    for name, c in declaration.claims.items():
+    problems = [p for name, c in declaration.claims.items() for p in _comparable(name, c, chosen)]
+    if problems:
+        raise ValueError("; ".join(dict.fromkeys(problems)))
+    verdicts, gates = {}, {}
+    for name in declaration.judging_order():
+        c = declaration.claims[name]
         ledger = c.ledger or [Entry(event="declared", date=datetime.now(timezone.utc), fingerprint=c.fingerprint())]
         declared = Declared(**c.model_dump(exclude={"ledger"}), ledger=ledger)
         first, others = c.arms[0], c.arms[1:]
@@ -175,5 +208,73 @@ def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verd
             for other in others
         }
         claim = Claim(name, declaration.paper, declared.model_copy(update={"comparisons": list(comparisons)}))
-        verdicts.append(verdict_of(claim, comparisons))
-    return verdicts
+        verdicts[name] = verdict_of(claim, comparisons, gates=dict(gates))
+        gates[name] = verdicts[name].verdict
+    return [verdicts[name] for name in declaration.claims]
+
+
+def _comparable(name: str, claim: UserClaim, records: dict[tuple[str, str], list[dict]]) -> list[str]:
+    """Why the claim's arms cannot be compared as its design says, one line each (none: they can): an arm whose
+    runs report another main metric than the arm it is compared with (an effect of F1 minus accuracy), or score
+    another evaluation set (another split, a cap of it, other examples: an interval as if they were paired), and a
+    `quantity: measured` on the records' main metric, which their stored predictions recompute (it would drop the
+    bootstrap over examples from the interval)."""
+    problems = []
+    first = claim.arms[0]
+    for task in claim.all_units:
+        sets = {label: _evaluation_set(records[label, task]) for label in claim.arms}
+        for label in claim.arms:
+            metrics = sorted({r.get("main_metric") for r in records[label, task]}, key=str)
+            if len(metrics) > 1:
+                problems.append(
+                    f"{name}: arm {label!r} on {task} reports several main metrics ({', '.join(map(str, metrics))}): "
+                    "an arm's runs are scored in one metric; state the setting that tells them apart"
+                )
+            if label == first:
+                continue
+            ours = {r.get("main_metric") for r in records[first, task]}
+            if len(metrics) == 1 and len(ours) == 1 and ours != set(metrics):
+                problems.append(
+                    f"{name}: arm {label!r} on {task} reports {metrics[0]}, arm {first!r} {next(iter(ours))}: a "
+                    "comparison is made on one metric (rerun one arm with the other's `main_metric`)"
+                )
+            if not _same_set(sets[label], sets[first]):
+                problems.append(
+                    f"{name}: arm {label!r} on {task} scored {_set_said(sets[label])}, arm {first!r} "
+                    f"{_set_said(sets[first])}: a comparison is made on one evaluation set (run both arms with one "
+                    "`max_eval_examples` and `data_seed`)"
+                )
+        if claim.quantity == "measured" and any(r.get("predictions") for c in claim.arms for r in records[c, task]):
+            problems.append(
+                f"{name}: quantity measured, but its effect is the records' main metric, which their stored "
+                "predictions recompute: declare `quantity: metric` (the interval then counts the evaluation examples)"
+            )
+    return problems
+
+
+def _evaluation_set(records: list[dict]) -> tuple:
+    """What an arm's runs were scored on, as the arm is judged: the split and the examples every run scored (the
+    smallest set: a run that scored the whole split is scored again on the others' cap, `shared_examples`), named
+    by their digest where the runs stored predictions."""
+    split = sorted({r["eval_split"] for r in records if r.get("eval_split") is not None})
+    stored = [
+        (r["predictions"]["examples"], r["predictions"]["examples_sha256"]) for r in records if r.get("predictions")
+    ]
+    if stored and len(stored) == len(records):
+        n = min(e for e, _ in stored)
+        return tuple(split), n, tuple(sorted({d for e, d in stored if e == n}))
+    counts = [r.get("eval_examples") for r in records if r.get("eval_examples") is not None]
+    return tuple(split), min(counts) if counts else None, ()
+
+
+def _same_set(a: tuple, b: tuple) -> bool:
+    """Whether two arms' evaluation sets agree in all that both records say (a record of before a field was kept
+    says nothing of it)."""
+    return all(x == y for x, y in zip(a, b) if x and y)
+
+
+def _set_said(evaluation_set: tuple) -> str:
+    split, n, digests = evaluation_set
+    examples = "an unrecorded number of" if n is None else f"{n}"
+    digest = f" (examples {', '.join(d[:8] for d in digests)})" if digests else ""
+    return f"{examples} examples of {'/'.join(split) or 'an unrecorded split'}{digest}"
