@@ -4,6 +4,7 @@ table for a custom task built in a temporary folder, without code; a bad declara
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -404,3 +405,30 @@ def test_a_design_that_would_be_judged_wrongly_is_one_error_naming_it(tmp_path, 
     with pytest.raises(ValueError) as error:
         user_claims.load_user_declaration(path)
     assert message in str(error.value)
+
+
+def test_a_users_study_from_declaration_to_a_confirmatory_verdict_in_one_folder(user_records, fake_record, tmp_path):
+    """Declare, run, freeze, run fresh seeds into the same folder: the table judges every run (exploratory: some
+    predate the freeze) and, apart, the runs made after the freeze alone (confirmatory), with each arm's mean ± sd
+    and the effect and interval as numbers."""
+    path, results = user_records
+    assert user_claims.main([str(path), "--freeze"]) == 0
+    declaration = user_claims.load_user_declaration(path)
+    table = user_claims.user_table(declaration, user_claims.load_runs(results))
+    assert table.loc[0, "confirmatory"].startswith("none: no run since its freeze of")
+    (tmp_path / "fresh").mkdir()
+    task = custom_task(tmp_path / "fresh")  # the same task, its files where the fresh runs read them
+    later = (pd.Timestamp.now(tz="UTC") + pd.Timedelta(seconds=1)).isoformat()
+    for seed in (4, 5, 6):
+        for method, score in (("lora", 81.0), ("bitfit", 70.0)):
+            config = FinetuneConfig(task=task, method=method, seed=seed, data_dir=str(tmp_path / "fresh"))
+            fake_record(config, score + seed * 0.25, folder=results, finished_at=later)
+    table = user_claims.user_table(declaration, user_claims.load_runs(results))
+    row = table.iloc[0]
+    assert row["status"].startswith("exploratory: 6 of 12 runs predate its freeze")
+    assert row["confirmatory"].startswith("holds: +11.0 [") and "on 3 fresh seeds" in row["confirmatory"]
+    assert row["arms"] == "my-reviews: lora 81.6 ± 0.8 (6 seeds), bitfit 71.1 ± 0.4 (6 seeds)"
+    assert row["low"] < row["effect"] < row["high"] and abs(row["effect"] - 10.5) < 1e-9
+    csv = tmp_path / "table.csv"
+    assert user_claims.main([str(path), "--results-dir", str(results), "--csv", str(csv)]) == 0
+    assert pd.read_csv(csv)[["effect", "low", "high"]].dtypes.map(lambda t: t.kind).tolist() == ["f", "f", "f"]
