@@ -286,3 +286,44 @@ def test_judging_needs_a_results_folder_and_a_freeze_writes_no_table(frozen_user
     assert user_claims.main([str(path), "--freeze", "--csv", str(path.with_name("t.csv"))]) == 2
     _one_error(capsys, "a freeze writes no verdict table")
     assert path.read_text() == USERS
+
+
+def test_a_users_design_changed_after_its_freeze_is_frozen_again_only_when_asked(tmp_path, capsys):
+    """Edited after its freeze, the file names the way out (freeze again with --refreeze), and that way works: the
+    changed design is declared again and frozen, its comments kept; an arm changed is frozen anew."""
+    path = tmp_path / "claims.yaml"
+    path.write_text(USERS)
+    assert user_claims.main([str(path), "--freeze"]) == 0
+    path.write_text(path.read_text().replace("threshold: -5.0", "threshold: -4.0"))
+    assert user_claims.main([str(path), "--results-dir", str(tmp_path)]) == 2
+    _one_error(capsys, "second: its ledger ends at fingerprint", "freeze it again with --freeze --refreeze")
+    edited = path.read_text()
+    assert user_claims.main([str(path), "--freeze"]) == 2
+    _one_error(capsys, "freeze it again with --freeze --refreeze")
+    assert path.read_text() == edited
+    assert user_claims.main([str(path), "--refreeze"]) == 2
+    _one_error(capsys, "--refreeze only goes with --freeze")
+    assert user_claims.main([str(path), "--freeze", "--refreeze"]) == 0
+    printed = capsys.readouterr().out
+    assert "second: its freeze of " in printed and "is replaced" in printed
+    declaration = user_claims.load_user_declaration(path)
+    events = [e.event for e in declaration.claims["second"].ledger]
+    assert events == ["declared", "frozen", "declared", "frozen"]
+    assert [e.event for e in declaration.claims["lora-beats-bitfit"].ledger] == ["declared", "frozen", "frozen"]
+    assert "# better, by any margin" in path.read_text()
+    path.write_text(path.read_text().replace("bitfit: {method: bitfit}", "bitfit: {method: bitfit, seed: 1}"))
+    with pytest.raises(ValueError, match="its frozen entry is of another protocol than this one .*--refreeze"):
+        user_claims.load_user_declaration(path)
+    assert user_claims.main([str(path), "--freeze", "--refreeze"]) == 0
+    assert user_claims.load_user_declaration(path).claims["second"].ledger[-1].event == "frozen"
+
+
+def test_a_users_declaration_missing_required_fields_is_one_line_naming_each(tmp_path, capsys):
+    path = tmp_path / "claims.yaml"
+    path.write_text(
+        USERS.replace("paper: my notes   # where the claims come from\n", "").replace(
+            "    where: lab notebook, 4 Dec\n", ""
+        )
+    )
+    assert user_claims.main([str(path), "--results-dir", str(tmp_path)]) == 2
+    _one_error(capsys, "paper: Field required", "claims.second.where: Field required")

@@ -396,7 +396,7 @@ def test_a_required_claim_gates_the_verdict_as_it_comes_out(tmp_path, fake_recor
         ),
         ({"requires": "gated"}, "gated: requires 'gated', not another claim of this file"),
         ({"rule": {"kind": "above", "threshold": True}}, "the threshold is a number of the effect's units, not True"),
-        ({"rule": {"kind": "above"}}, "rule.threshold\n  Field required"),
+        ({"rule": {"kind": "above"}}, "claims.gated.rule.threshold: Field required"),
         ({"versus_units": ["my-reviews"]}, "unit 'my-reviews' is in both `units` and `versus_units`"),
     ],
 )

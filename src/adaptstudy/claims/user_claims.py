@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from adaptstudy.claims.baselines import flag_runs
 from adaptstudy.claims.catalog import Claim
@@ -35,7 +35,7 @@ class UserClaim(Design):
         return margin_said(self)
 
     @model_validator(mode="after")
-    def _a_ledger_written_as_the_chapters_are(self):
+    def _a_ledger_written_as_the_chapters_are(self, info: ValidationInfo):
         """A hand-written ledger cannot make runs confirmatory that are not: it opens with the declaration, no entry
         is dated in the future or before it, each entry keeps the design it left (the last, this design's), and a
         `frozen` entry freezes the design the entry before it left."""
@@ -55,12 +55,21 @@ class UserClaim(Design):
                     f"its frozen entry has fingerprint {entry.fingerprint!r}, not that of the design it freezes "
                     f"({before.fingerprint!r}, the entry before it)"
                 )
-        if self.ledger[-1].fingerprint != design:
+        if self.ledger[-1].fingerprint != design and not (info.context or {}).get(REFREEZING):
             raise ValueError(
                 f"its ledger ends at fingerprint {self.ledger[-1].fingerprint!r}, not its design's {design!r}: the "
-                "design changed without an amendment"
+                f"design changed after its ledger was written; {REFREEZE}"
             )
         return self
+
+    @property
+    def changed(self) -> bool:
+        """Whether the design moved from the one its ledger last wrote down (read only when refreezing)."""
+        return bool(self.ledger) and self.ledger[-1].fingerprint != self.fingerprint()
+
+
+REFREEZING = "refreezing"  # the validation context of a file read to be frozen again: a changed design is expected
+REFREEZE = "freeze it again with --freeze --refreeze (its runs until then stop confirming it)"
 
 
 class UserDeclaration(BaseModel):
@@ -72,8 +81,9 @@ class UserDeclaration(BaseModel):
     selection_seed: int | None = None
     claims: dict[str, UserClaim]
 
-    def check(self) -> None:
-        """One error naming every arm a claim uses that `arms` does not define, or a freeze of another protocol."""
+    def check(self, refreezing: bool = False) -> None:
+        """One error naming every arm a claim uses that `arms` does not define, a requirement that names no other
+        claim of the file, or a last freeze of another protocol (not when `refreezing`: a new freeze replaces it)."""
         missing = {a for c in self.claims.values() for a in c.arms} - set(self.arms)
         if missing:
             raise ValueError(f"arms {sorted(missing)} are used by claims but not defined; defined: {sorted(self.arms)}")
@@ -88,12 +98,12 @@ class UserDeclaration(BaseModel):
         self.judging_order()  # a circle of requirements is named here
         now = user_protocol(self)
         for name, claim in self.claims.items():
-            for entry in (e for e in claim.ledger if e.event == "frozen"):
+            for entry in [e for e in claim.ledger if e.event == "frozen" and not refreezing][-1:]:
                 moved = sorted(k for k in {*now, *entry.protocol} if now.get(k) != entry.protocol.get(k))
                 if moved:
                     raise ValueError(
-                        f"{name}: its frozen entry is of another protocol than this one ({'; '.join(moved)}): freeze "
-                        "again with --freeze, after which new runs confirm it"
+                        f"{name}: its frozen entry is of another protocol than this one ({'; '.join(moved)}): "
+                        f"{REFREEZE}"
                     )
 
     def judging_order(self) -> list[str]:
@@ -119,48 +129,68 @@ def user_protocol(declaration: UserDeclaration) -> dict[str, str]:
     return parts | {ARMS_PART: fingerprint([{"arms": declaration.arms, "seed": declaration.selection_seed}])}
 
 
-def freeze_user_claims(path: Path, records: int | None = None) -> list[str]:
+def freeze_user_claims(path: Path, records: int | None = None, refreeze: bool = False) -> dict[str, datetime | None]:
     """Write each claim's ledger as the chapters' (declared where it had none, then frozen, dated now, with the
     design's and the protocol's fingerprints, and `records`, how many records the results folder held, where
-    given); refused for a claim frozen already. Only the ledgers' lines change (`ledgers.with_ledgers`): the
-    file's layout, comments and spellings stay, and it is written whole, under a lock (two freezes at once take
-    turns; the second finds the claims frozen)."""
+    given). A claim frozen already is refused unless `refreeze`: then a design changed since its ledger is declared
+    again before its new freeze (a user's file keeps no earlier design to amend from), and a protocol changed (the
+    arms, the choosing seed, the shared code) is frozen anew. Only the ledgers' lines change
+    (`ledgers.with_ledgers`): the file's layout, comments and spellings stay, and it is written whole, under a lock
+    (two freezes at once take turns; the second finds the claims frozen). Returns each claim's name with the freeze
+    it replaced (None: none)."""
     with locked_file(path):
-        declaration = load_user_declaration(path)
-        frozen = [n for n, c in declaration.claims.items() if any(e.event == "frozen" for e in c.ledger)]
-        if frozen:
+        declaration = load_user_declaration(path, refreezing=refreeze)
+        before = {
+            n: max((e.date for e in c.ledger if e.event == "frozen"), default=None)
+            for n, c in declaration.claims.items()
+        }
+        frozen = [n for n, t in before.items() if t is not None]
+        if frozen and not refreeze:
             raise ValueError(
-                f"{path}: already frozen: {', '.join(frozen)}; a second freeze would move their confirmatory runs"
+                f"{path}: already frozen: {', '.join(frozen)}; a second freeze would move their confirmatory runs "
+                "to after now: ask for it with --refreeze"
             )
         when, protocol = datetime.now(timezone.utc).replace(microsecond=0), user_protocol(declaration)
         ledgers = {}
         for name, claim in declaration.claims.items():
             design = claim.fingerprint()
-            ledger = claim.ledger or [
+            ledger = list(claim.ledger) or [
                 Entry(event="declared", date=when, reason="declared at its freeze", fingerprint=design)
             ]
+            if claim.changed:
+                why = "declared again: its design changed after its freeze (the runs before this confirm no more)"
+                ledger.append(Entry(event="declared", date=when, reason=why, fingerprint=design))
             entry = Entry(
                 event="frozen",
                 date=when,
-                reason="frozen for confirmation",
+                reason="frozen again for confirmation" if before[name] else "frozen for confirmation",
                 records=records,
                 fingerprint=design,
                 protocol=protocol,
             )
             ledgers[name] = [entry_written(e.model_dump(mode="json")) for e in [*ledger, entry]]
         write_text_atomic(with_ledgers(path.read_text(encoding="utf-8"), ledgers), path)
-    return list(declaration.claims)
+    return before
 
 
-def load_user_declaration(path: str | os.PathLike) -> UserDeclaration:
+def load_user_declaration(path: str | os.PathLike, refreezing: bool = False) -> UserDeclaration:
+    """The declaration at `path`, validated and checked; one error line naming the file and every problem (a field
+    missing or of the wrong kind named by its place: `claims.mine.where: Field required`)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such file")
     try:
-        declaration = UserDeclaration.model_validate(strict_yaml.load(path.read_text(encoding="utf-8")))
-        declaration.check()
-    except (ValidationError, yaml.YAMLError, ValueError) as error:
-        raise ValueError(f"{path}: not a valid claim declaration: {error}") from None
+        raw = strict_yaml.load(path.read_text(encoding="utf-8"))
+        declaration = UserDeclaration.model_validate(raw, context={REFREEZING: refreezing})
+        declaration.check(refreezing)
+    except ValidationError as error:
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'the file'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in error.errors()
+        ]
+        raise ValueError(f"{path}: not a valid claim declaration: {'; '.join(problems)}") from None
+    except (yaml.YAMLError, ValueError) as error:
+        raise ValueError(f"{path}: not a valid claim declaration: {' '.join(str(error).split())}") from None
     return declaration
 
 

@@ -116,12 +116,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--freeze", action="store_true", help="freeze the claims for confirmation (writes their ledgers, only)"
     )
+    parser.add_argument(
+        "--refreeze",
+        action="store_true",
+        help="with --freeze: freeze claims frozen already, or changed since (their runs until now stop confirming)",
+    )
     args = parser.parse_args(argv)
     try:
         results = _checked(args)
         if args.freeze:
-            records = None if results is None else len(read_records(results, None))  # each read: none truncated
-            print(f"frozen: {', '.join(freeze_user_claims(Path(args.declaration), records))}")
+            read = None if results is None else read_records(results, None)  # each read first: none truncated
+            replaced = freeze_user_claims(Path(args.declaration), None if read is None else len(read), args.refreeze)
+            print(f"frozen: {', '.join(replaced)}")
+            for name, since in ((n, t) for n, t in replaced.items() if t is not None):
+                made = [r for r in read or [] if pd.Timestamp(r["finished_at"]) >= pd.Timestamp(since)]
+                counted = f"{len(made)} records of {results} made since then" if results else "the runs made since"
+                print(f"{name}: its freeze of {since:%Y-%m-%d %H:%M} is replaced: {counted} no longer confirm it")
             return 0
         declaration = load_user_declaration(args.declaration)
         table = user_table(declaration, load_runs(results))
@@ -139,6 +149,8 @@ def _checked(args) -> Path | None:
     exists (needed to judge; optional for a freeze), and a CSV file that is neither the declaration nor inside the
     results folder (it would overwrite what it reports on), in a folder that exists, and asked for only when a table
     is made."""
+    if args.refreeze and not args.freeze:
+        raise ValueError("--refreeze only goes with --freeze, which is not given: nothing is done")
     if args.results_dir is None and not args.freeze:
         raise ValueError("--results-dir is needed to judge the claims (the folder holding your runs' records)")
     results = None if args.results_dir is None else Path(args.results_dir)
