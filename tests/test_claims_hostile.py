@@ -127,6 +127,23 @@ def test_an_amend_after_an_uncommitted_freeze_is_refused_naming_it(tmp_path):
     assert path.read_text() == frozen
 
 
+def test_an_amendment_of_a_frozen_claim_says_what_it_spends_and_needs_the_flag_that_means_it(tmp_path, capsys):
+    """The amendment moves the claim's confirmatory runs to after now: refused with the count of records made since
+    its freeze, the file as it was; with --spend, said before the file is written."""
+    path = _git_copy(tmp_path)
+    edited = HOULSBY.read_text().replace("threshold: -1.0", "threshold: -2.0", 1)
+    path.write_text(edited)
+    argv = [str(path), "--reason", "a wider margin", "--results-dir", str(HOULSBY_RESULTS)]
+    assert amend_command.main(argv) == 2
+    err = _one_error(capsys, "amending spends fresh seeds: parity (frozen 2026-12-05 15:18): ", "--spend")
+    count = int(err.split("15:18): ")[1].split()[0])
+    assert count > 0 and path.read_text() == edited
+    assert amend_command.main([*argv, "--spend"]) == 0
+    out = capsys.readouterr().out
+    assert f"spent: parity (frozen 2026-12-05 15:18): {count} records of houlsby made since" in out
+    assert load_declaration(path).claims["parity"].ledger[-1].event == "amended"
+
+
 @pytest.fixture
 def houlsby_folder(tmp_path) -> Path:
     """A folder named as the houlsby study, with three of its records."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from adaptstudy.claims.declarations import (
     DESIGN_FIELDS,
     ENTRY_ADDED,
     Declaration,
+    Declared,
     Design,
     Entry,
 )
@@ -74,6 +76,7 @@ def amend(
     protocol: dict[str, str] | None = None,
     verdicts: dict[str, tuple[str, str]] | None = None,
     outcomes: dict[str, tuple[str, str]] | None = None,
+    before_writing: Callable[[dict[str, Declared]], None] | None = None,
 ) -> list[str]:
     """Append an amendment to every claim of the declaration at `path` whose design differs from `previous` (the
     file as it was, e.g. at HEAD) or, given `protocol` (the fingerprints now), whose protocol differs from its
@@ -87,13 +90,14 @@ def amend(
     recorded or declared. A claim changed again after an amendment not yet in `previous` (the command run twice
     before a commit) gets one amendment from `previous`, its reasons joined: the design between the two is not
     kept anywhere, so a second entry's `was` could not be right. The file is written whole (locked, replaced
-    atomically) and only when an entry was added."""
+    atomically) and only when an entry was added; `before_writing`, given, sees each claim changed (with its new
+    ledger) first, and may stop the write by raising (an amendment that would spend a freeze's fresh seeds)."""
     path = Path(path)
     with locked_file(path):
-        return _amend(path, previous, reason, records, when, protocol, verdicts, outcomes)
+        return _amend(path, previous, reason, records, when, protocol, verdicts, outcomes, before_writing)
 
 
-def _amend(path, previous, reason, records, when, protocol, verdicts, outcomes) -> list[str]:
+def _amend(path, previous, reason, records, when, protocol, verdicts, outcomes, before_writing) -> list[str]:
     when = when or datetime.now(timezone.utc).replace(microsecond=0)
     raw = strict_yaml.load(path.read_text(encoding="utf-8"))
     amended = []
@@ -167,6 +171,8 @@ def _amend(path, previous, reason, records, when, protocol, verdicts, outcomes) 
         )
         current.claims[name] = claim.model_copy(update={"ledger": [*claim.ledger, entry]})
         amended.append(name)
+    if amended and before_writing is not None:
+        before_writing({name: current.claims[name] for name in amended})
     if amended:  # nothing changed: the file is left as it is, byte for byte
         header = "".join(line for line in path.read_text(encoding="utf-8").splitlines(True) if line.startswith("#"))
         write_text_atomic(header + dump_declaration(current), path)

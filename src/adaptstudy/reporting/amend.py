@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from adaptstudy.claims.catalog import DECLARATIONS
 from adaptstudy.claims.declarations import Declaration, load_declaration
-from adaptstudy.claims.freeze import freeze, frozen_at
+from adaptstudy.claims.freeze import confirmatory_since, freeze, frozen_at
 from adaptstudy.claims.ledgers import amend
 from adaptstudy.claims.protocol import protocol
 from adaptstudy.common import strict_yaml
@@ -42,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--freeze", action="store_true", help="freeze claims for confirmation (their ledgers must be up to date)"
     )
+    parser.add_argument(
+        "--spend",
+        action="store_true",
+        help="amend frozen claims all the same: their records made since the freeze stop confirming them",
+    )
     parser.add_argument("--claims", help="with --freeze: the claims to freeze, comma-separated (default: every one)")
     parser.add_argument(
         "--refreeze",
@@ -54,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         loose = [flag for flag, given in (("--claims", args.claims), ("--refreeze", args.refreeze)) if given]
         if loose and not args.freeze:
             raise ValueError(f"{' and '.join(loose)} only go with --freeze, which is not given: nothing is done")
+        if args.spend and args.freeze:
+            raise ValueError("--spend goes with an amendment, not with --freeze (whose --refreeze says as much)")
         results = _checked(path, args.reason, Path(args.results_dir))
         records = _records(path, results)
         with locked_file(path):  # one writer of the file at a time, from its first read to its last write
@@ -100,8 +107,38 @@ def _run(args, path: Path, results: Path, records: int) -> list[str] | None:
     previous.claims |= {n: c for n, c in since.items() if n in names or n not in previous.claims}
     now = protocol_of(path)
     shown, lines = _judged_around(path, args.against, Path(args.results_dir), now)
-    names += amend(path, previous, args.reason, records, protocol=now, verdicts=shown, outcomes=lines)
+    spent = _spending(previous, results, args.spend)
+    names += amend(
+        path, previous, args.reason, records, protocol=now, verdicts=shown, outcomes=lines, before_writing=spent
+    )
     return names
+
+
+def _spending(previous: Declaration, results: Path, spend: bool):
+    """The check `amend` runs before it writes: an amendment of a frozen claim moves its confirmatory runs to after
+    now, so the records made since its freeze stop confirming it. Refused, naming each claim with the count,
+    unless `spend` (the user means it); with it, said before the file is written."""
+
+    def check(changed: dict) -> None:
+        lines = []
+        for name, claim in changed.items():
+            since = confirmatory_since(previous.claims[name]) if name in previous.claims else None
+            if since is None or claim.ledger[-1].event != "amended":
+                continue
+            made = _leaving(results, since)
+            lines.append(
+                f"{name} (frozen {since:%Y-%m-%d %H:%M}): {len(made)} records of {results.name} made since no longer "
+                "confirm it"
+            )
+        if lines and not spend:
+            raise ValueError(
+                f"amending spends fresh seeds: {'; '.join(lines)}; amend with --spend if that is meant, or undo the "
+                "change"
+            )
+        for line in lines:
+            print(f"spent: {line}")
+
+    return check
 
 
 def chapter_of(path: Path):
