@@ -96,11 +96,16 @@ def _confirmatory(declaration: UserDeclaration, name: str, runs: pd.DataFrame) -
     return f"{verdict.verdict}: {verdict.effects()} on {seeds} fresh seeds (runs since {since:%Y-%m-%d %H:%M})"
 
 
+NUMERIC = ("effect", "low", "high")  # one comparison's effect and interval as numbers, for a CSV
+
+
 def as_text(table: pd.DataFrame) -> str:
-    """The verdict table for a terminal: each claim, then its fields one per line."""
+    """The verdict table for a terminal: each claim, then its fields one per line (the effect and interval once,
+    as text: the numeric columns are the CSV's)."""
     blocks = []
+    shown = [c for c in table.columns if c not in ("claim", *NUMERIC)]
     for _, row in table.iterrows():
-        blocks.append("\n".join([row["claim"], *(f"  {c}: {row[c]}" for c in table.columns if c != "claim")]))
+        blocks.append("\n".join([row["claim"], *(f"  {c}: {row[c]}" for c in shown)]))
     return "\n\n".join(blocks)
 
 
