@@ -432,3 +432,27 @@ def test_a_users_study_from_declaration_to_a_confirmatory_verdict_in_one_folder(
     csv = tmp_path / "table.csv"
     assert user_claims.main([str(path), "--results-dir", str(results), "--csv", str(csv)]) == 0
     assert pd.read_csv(csv)[["effect", "low", "high"]].dtypes.map(lambda t: t.kind).tolist() == ["f", "f", "f"]
+
+
+def test_a_constant_arm_is_the_majority_class_score_on_the_compared_arms_evaluation_set(user_records):
+    """`{constant: true}` is the constant prediction's score (60% on these labels), which the engine computes for
+    every run: an arm of its own, compared with, not first, and with no other setting."""
+    path, results = user_records
+    declared = yaml.safe_load(path.read_text())
+    declared["arms"]["majority"] = {"constant": True}
+    claim = {**declared["claims"]["lora-beats-bitfit"], "sentence": "LoRA beats the majority class"}
+    declared["claims"]["lora-learns"] = {**claim, "arms": ["lora", "majority"]}
+    path.write_text(yaml.safe_dump(declared, allow_unicode=True))
+    table = user_claims.user_table(user_claims.load_user_declaration(path), user_claims.load_runs(results))
+    row = table.set_index("claim").loc["LoRA beats the majority class"]
+    assert row["verdict"] == "holds" and abs(row["effect"] - 21.0) < 1e-9
+    assert row["arms"] == "my-reviews: lora 81.0 ± 0.5 (3 seeds), majority 60.0 (the constant prediction)"
+    declared["claims"]["lora-learns"]["arms"] = ["majority", "lora"]
+    path.write_text(yaml.safe_dump(declared, allow_unicode=True))
+    with pytest.raises(ValueError, match="the constant arm 'majority' is what the first arm is compared with"):
+        user_claims.load_user_declaration(path)
+    declared["claims"]["lora-learns"]["arms"] = ["lora", "majority"]
+    declared["arms"]["majority"] = {"constant": True, "method": "lora"}
+    path.write_text(yaml.safe_dump(declared, allow_unicode=True))
+    with pytest.raises(ValueError, match="`constant: true` is an arm of its own"):
+        user_claims.load_user_declaration(path)

@@ -87,6 +87,19 @@ class UserDeclaration(BaseModel):
         missing = {a for c in self.claims.values() for a in c.arms} - set(self.arms)
         if missing:
             raise ValueError(f"arms {sorted(missing)} are used by claims but not defined; defined: {sorted(self.arms)}")
+        for label, settings in self.arms.items():
+            if CONSTANT in settings and settings != {CONSTANT: True}:
+                raise ValueError(
+                    f"arm {label!r}: `{CONSTANT}: true` is an arm of its own (the constant prediction's score), "
+                    f"with no other setting; it has {sorted(set(settings) - {CONSTANT}) or settings}"
+                )
+        for name, claim in self.claims.items():
+            constant = [a for a in claim.arms if a in self.constants]
+            if constant and (claim.arms[0] in constant or len(claim.arms) < 2):
+                raise ValueError(
+                    f"{name}: the constant arm {constant[0]!r} is what the first arm is compared with: name it after "
+                    "the arm of runs"
+                )
         for name, claim in self.claims.items():
             if claim.requires is not None and (claim.requires not in self.claims or claim.requires == name):
                 others = sorted(set(self.claims) - {name})
@@ -106,6 +119,12 @@ class UserDeclaration(BaseModel):
                         f"{REFREEZE}"
                     )
 
+    @property
+    def constants(self) -> set[str]:
+        """The arms that are the constant prediction (`{constant: true}`): the score of always predicting the
+        majority class (a regression's mean) on the evaluation set of the arm compared with it."""
+        return {label for label, settings in self.arms.items() if settings.get(CONSTANT) is True}
+
     def judging_order(self) -> list[str]:
         """The claims' names, each after the claim it requires (whose verdict gates it); a circle is a ValueError."""
         order: list[str] = []
@@ -119,6 +138,7 @@ class UserDeclaration(BaseModel):
         return order
 
 
+CONSTANT = "constant"  # an arm `{constant: true}`: the constant prediction's score, which the engine computes
 ARMS_PART = "arms and the choosing seed (the declaration's `arms`, `selection_seed`)"
 
 
@@ -209,10 +229,11 @@ def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verd
     if declaration.selection_seed is not None:
         runs = runs[runs["seed"] != declaration.selection_seed]
     units = {u for c in declaration.claims.values() for u in c.all_units}
-    arms = checked_arms(declaration.arms, units, runs)
+    constants = declaration.constants
+    arms = checked_arms({k: v for k, v in declaration.arms.items() if k not in constants}, units, runs)
     cells, chosen, problems = {}, {}, []
     for c in declaration.claims.values():
-        for label in c.arms:
+        for label in (a for a in c.arms if a not in constants):
             for task in c.all_units:
                 if (label, task) not in cells:
                     try:
@@ -222,7 +243,7 @@ def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verd
                         problems.append(str(error))
     if problems:
         raise ValueError("; ".join(dict.fromkeys(problems)))
-    problems = [p for name, c in declaration.claims.items() for p in _comparable(name, c, chosen)]
+    problems = [p for name, c in declaration.claims.items() for p in _comparable(name, c, chosen, constants)]
     if problems:
         raise ValueError("; ".join(dict.fromkeys(problems)))
     verdicts, gates = {}, {}
@@ -233,7 +254,12 @@ def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verd
         first, others = c.arms[0], c.arms[1:]
         comparisons = {
             (f"vs {other}" if len(others) > 1 else ""): [
-                contrast(task, cells[first, task], cells[other, task]) for task in c.all_units
+                contrast(
+                    task,
+                    cells[first, task],
+                    constant_of(runs, cells[first, task]) if other in constants else cells[other, task],
+                )
+                for task in c.all_units
             ]
             for other in others
         }
@@ -243,17 +269,25 @@ def user_verdicts(declaration: UserDeclaration, runs: pd.DataFrame) -> list[Verd
     return [verdicts[name] for name in declaration.claims]
 
 
-def _comparable(name: str, claim: UserClaim, records: dict[tuple[str, str], list[dict]]) -> list[str]:
+def constant_of(runs: pd.DataFrame, against) -> float:
+    """The constant prediction's score on the evaluation set of the arm `against` (`baselines.flag_runs`' `constant`
+    of its runs, which scored one set)."""
+    return float(runs.loc[runs["run_id"].isin(against.run_ids), "constant"].mean())
+
+
+def _comparable(
+    name: str, claim: UserClaim, records: dict[tuple[str, str], list[dict]], constants: set[str] = frozenset()
+) -> list[str]:
     """Why the claim's arms cannot be compared as its design says, one line each (none: they can): an arm whose
     runs report another main metric than the arm it is compared with (an effect of F1 minus accuracy), or score
     another evaluation set (another split, a cap of it, other examples: an interval as if they were paired), and a
     `quantity: measured` on the records' main metric, which their stored predictions recompute (it would drop the
     bootstrap over examples from the interval)."""
     problems = []
-    first = claim.arms[0]
+    first, labels = claim.arms[0], [a for a in claim.arms if a not in constants]  # a constant scores the first's set
     for task in claim.all_units:
-        sets = {label: _evaluation_set(records[label, task]) for label in claim.arms}
-        for label in claim.arms:
+        sets = {label: _evaluation_set(records[label, task]) for label in labels}
+        for label in labels:
             metrics = sorted({r.get("main_metric") for r in records[label, task]}, key=str)
             if len(metrics) > 1:
                 problems.append(
@@ -274,7 +308,7 @@ def _comparable(name: str, claim: UserClaim, records: dict[tuple[str, str], list
                     f"{_set_said(sets[first])}: a comparison is made on one evaluation set (run both arms with one "
                     "`max_eval_examples` and `data_seed`)"
                 )
-        if claim.quantity == "measured" and any(r.get("predictions") for c in claim.arms for r in records[c, task]):
+        if claim.quantity == "measured" and any(r.get("predictions") for c in labels for r in records[c, task]):
             problems.append(
                 f"{name}: quantity measured, but its effect is the records' main metric, which their stored "
                 "predictions recompute: declare `quantity: metric` (the interval then counts the evaluation examples)"

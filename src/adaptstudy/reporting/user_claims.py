@@ -68,6 +68,8 @@ def _arms_said(v, claim) -> str:
                 scores = np.asarray(arm.scores, dtype=float)
                 sd = f"{np.std(scores, ddof=1):.1f}" if len(scores) > 1 else "–"
                 said.append(f"{label} {scores.mean():.1f} ± {sd} ({len(scores)} seeds)")
+            if len(unit.arms()) == 1:  # the other arm is the constant prediction, an offset
+                said.append(f"{labels[1]} {-unit.offset:.1f} (the constant prediction)")
             parts.append(f"{unit.name}: {', '.join(said)}")
     return "; ".join(dict.fromkeys(parts)) or "–"
 
