@@ -344,3 +344,61 @@ def test_a_users_declaration_missing_required_fields_is_one_line_naming_each(tmp
     )
     assert user_claims.main([str(path), "--results-dir", str(tmp_path)]) == 2
     _one_error(capsys, "paper: Field required", "claims.second.where: Field required")
+
+
+# --- the cached backbone folder ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def split_model(tmp_path, monkeypatch):
+    """A small model folder zipped and split in two parts, as the mpnet packages ship one: (assemble, weights path
+    in the cache, the weights' bytes)."""
+    import hashlib
+    import zipfile
+
+    from adaptstudy.models import split_packages
+
+    weights = bytes(range(256)) * 64
+    archive = tmp_path / "model.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("tiny-model/config.json", '{"model_type": "bert"}')
+        z.writestr("tiny-model/model.safetensors", weights)
+    data = archive.read_bytes()
+    parts = [tmp_path / "model.zip.001", tmp_path / "model.zip.002"]
+    parts[0].write_bytes(data[: len(data) // 2])
+    parts[1].write_bytes(data[len(data) // 2 :])
+    monkeypatch.setattr(split_packages, "part_files", lambda packages: parts)
+    monkeypatch.setattr(split_packages, "_CHECKED", set())
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(tmp_path / "cache"))
+    digest = hashlib.sha256(data).hexdigest()
+
+    def assemble():
+        return split_packages.assembled(["tiny-part"], "tiny-model", digest)
+
+    return assemble, tmp_path / "cache" / "backbones" / "tiny-model" / "model.safetensors", weights
+
+
+def test_weights_damaged_without_a_change_of_size_are_found_on_a_process_first_use(split_model, monkeypatch):
+    from adaptstudy.models import split_packages
+
+    assemble, path, weights = split_model
+    folder = assemble()
+    assert path.read_bytes() == weights and split_packages.damaged(folder, hashes=True) == []
+    damaged = bytearray(weights)
+    damaged[100] ^= 0xFF
+    path.write_bytes(bytes(damaged))  # one byte changed: the same size
+    assert split_packages.damaged(folder) == [] and split_packages.damaged(folder, hashes=True) == [path.name]
+    monkeypatch.setattr(split_packages, "_CHECKED", set())  # a new process: its first use hashes the files
+    assert assemble() == folder and path.read_bytes() == weights
+
+
+@pytest.mark.parametrize("manifest", ["{", '{"model.safetensors": 16384}', "[]"])
+def test_a_damaged_or_earlier_manifest_rebuilds_the_folder_instead_of_a_traceback(split_model, manifest, monkeypatch):
+    from adaptstudy.models import split_packages
+
+    assemble, path, weights = split_model
+    folder = assemble()
+    (folder / split_packages.MANIFEST).write_text(manifest)
+    assert split_packages.damaged(folder) == [split_packages.MANIFEST]
+    monkeypatch.setattr(split_packages, "_CHECKED", set())
+    assert assemble() == folder and split_packages.damaged(folder, hashes=True) == []
