@@ -149,10 +149,11 @@ def chapter_of(path: Path):
         if file.resolve() == path.resolve() and name in chapters:
             return chapters[name]
     claims = set(_declared_in(path.read_text(encoding="utf-8")).claims)
-    for name, file in DECLARATIONS.items():
-        if name in chapters and claims and claims <= set(load_declaration(file).claims):
-            return chapters[name]
-    return None
+    holding = {n: set(load_declaration(f).claims) for n, f in DECLARATIONS.items() if n in chapters}
+    candidates = [n for n, names in holding.items() if claims and claims <= names]
+    exact = [n for n in candidates if holding[n] == claims]
+    chosen = exact if exact else candidates
+    return chapters[chosen[0]] if len(chosen) == 1 else None  # a copy no one chapter's claims hold: unchecked
 
 
 def _records(path: Path, results: Path) -> int:

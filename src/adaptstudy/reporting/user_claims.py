@@ -6,12 +6,16 @@ The file is a chapter's declaration (`declarations.Declaration`: the source, eac
 say which runs each arm label of a claim means (`user_arms`: the settings of one configuration, per task where they
 differ), and `selection_seed`, the seed that chose settings and so never reports (none by default). A claim compares
 its first arm with each other (`a − b`, one comparison per other arm) over its units, which are task names, on each
-record's `main_metric`; its ledger may be left out (it is then declared now, and every verdict reads exploratory).
+record's `main_metric` (arms of other metrics or evaluation sets are refused, naming both); an arm
+`{constant: true}` is the constant prediction's score. Its ledger may be left out (it is then declared now, and
+every verdict reads exploratory).
 `--freeze` writes each claim's ledger (declared, then frozen, dated now, with the fingerprints of its design and of
-the protocol: the shared interval and regime code and the file's `arms` and `selection_seed`); the runs that finish
-after it are confirmatory. A hand-written ledger is held to the same: a freeze of another design or protocol, or
-dated outside its declaration and now, is refused.
-The verdict table is the chapters' own (`verdict_tables.verdict_table`) with their status column.
+the protocol: the shared interval and regime code and the file's `arms` and `selection_seed`), and only its lines;
+the runs made after it are the claim's fresh seeds, judged apart as its confirmatory verdict wherever they lie in the
+folder. `--refreeze` freezes again a claim frozen already or changed since. A hand-written ledger is held to the
+same: a freeze of another design or protocol, or dated outside its declaration and now, is refused.
+The verdict table is the chapters' own (`verdict_tables.verdict_table`) with their status column, each arm's mean ±
+sd, the confirmatory verdict, and (for `--csv`) the effect and its interval as numbers.
 """
 
 from __future__ import annotations
