@@ -144,6 +144,29 @@ def test_an_amendment_of_a_frozen_claim_says_what_it_spends_and_needs_the_flag_t
     assert load_declaration(path).claims["parity"].ledger[-1].event == "amended"
 
 
+def test_a_command_that_fails_after_declaring_a_new_claim_leaves_the_file_as_it_found_it(tmp_path, capsys):
+    """The command declares new claims first (so the chapter loads); a later refusal undoes that write."""
+    from adaptstudy.claims.freeze import freeze
+
+    path = _git_copy(tmp_path)
+    committed = load_declaration(HOULSBY)
+    freeze(path, "again", 1, committed.claims["parity"].recorded_protocol, names=["parity"], refreeze=True)
+    new = (
+        "  new-claim:\n    sentence: A new one\n    where: Table 9\n    published: none\n    effect: a − b\n"
+        "    arms: [a, b]\n    units: [cola]\n    rule: {kind: above, threshold: 0.0}\n"
+    )
+    text = (
+        path.read_text()
+        .replace("threshold: -1.0", "threshold: -2.0", 1)
+        .replace("\nfindings:\n", f"\n{new}findings:\n")
+    )
+    path.write_text(text)
+    argv = [str(path), "--reason", "r", "--results-dir", str(HOULSBY_RESULTS), "--spend"]
+    assert amend_command.main(argv) == 2
+    _one_error(capsys, "parity was frozen on", "changed since")
+    assert path.read_text() == text
+
+
 @pytest.fixture
 def houlsby_folder(tmp_path) -> Path:
     """A folder named as the houlsby study, with three of its records."""

@@ -195,7 +195,7 @@ def _checked(path: Path, reason: str, results: Path) -> Path:
     now = datetime.now(timezone.utc)
     future = [
         f"{name} ({entry.event} {entry.date:%Y-%m-%d %H:%M})"
-        for name, claim in load_declaration(path).claims.items()
+        for name, claim in _declared_in(path.read_text(encoding="utf-8")).claims.items()  # a new claim has none yet
         for entry in claim.ledger
         if entry.date > now
     ]
