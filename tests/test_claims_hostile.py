@@ -1,4 +1,4 @@
-"""The claims tooling tried as a hostile user would (issue 110): every ledger write is whole or absent (none lost
+"""The claims tooling tried as a hostile user would: every ledger write is whole or absent (none lost
 to a second writer, none on a failing command, none where nothing changed), no file but the ledger and the asked-for
 output is written, and a design the engine would judge wrongly is refused with one line naming what is wrong."""
 

@@ -296,7 +296,7 @@ def test_a_hand_written_freeze_must_freeze_the_declared_design_after_its_declara
         path.write_text(yaml.safe_dump(frozen, allow_unicode=True, sort_keys=False))
 
 
-# --- designs the engine would judge wrongly: refused, or judged as they say (issue 110) -----------------------
+# --- designs the engine would judge wrongly: refused, or judged as they say -----------------------
 
 
 def _records_for(tmp_path, fake_record, bitfit: dict | None = None, bitfit_metric: str | None = None):
