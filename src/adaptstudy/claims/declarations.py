@@ -341,9 +341,20 @@ class Declaration(BaseModel):
 
 
 def load_declaration(path: str | os.PathLike) -> Declaration:
-    """A declaration file, validated; one error naming the file and what is wrong."""
+    """A declaration file, validated; one error line naming the file and what is wrong."""
     path = Path(path)
     try:
         return Declaration.model_validate(strict_yaml.load(path.read_text(encoding="utf-8")))
     except (ValidationError, yaml.YAMLError) as error:
-        raise ValueError(f"{path}: not a valid claim declaration: {error}") from None
+        raise ValueError(f"{path}: not a valid claim declaration: {one_line(error)}") from None
+
+
+def one_line(error: Exception) -> str:
+    """A validation or YAML error as one line: each problem named by its place in the file (`claims.mine.where:
+    Field required`), not pydantic's dump over several lines with a link."""
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'the file'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in error.errors()
+        )
+    return " ".join(str(error).split())

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from adaptstudy.claims.baselines import flag_runs
 from adaptstudy.claims.catalog import Claim
-from adaptstudy.claims.declarations import Declared, Design, Entry, margin_said
+from adaptstudy.claims.declarations import Declared, Design, Entry, margin_said, one_line
 from adaptstudy.claims.evidence import contrast
 from adaptstudy.claims.ledgers import entry_written, with_ledgers
 from adaptstudy.claims.protocol import fingerprint, shared_parts
@@ -203,14 +203,8 @@ def load_user_declaration(path: str | os.PathLike, refreezing: bool = False) -> 
         raw = strict_yaml.load(path.read_text(encoding="utf-8"))
         declaration = UserDeclaration.model_validate(raw, context={REFREEZING: refreezing})
         declaration.check(refreezing)
-    except ValidationError as error:
-        problems = [
-            f"{'.'.join(str(p) for p in e['loc']) or 'the file'}: {e['msg'].removeprefix('Value error, ')}"
-            for e in error.errors()
-        ]
-        raise ValueError(f"{path}: not a valid claim declaration: {'; '.join(problems)}") from None
-    except (yaml.YAMLError, ValueError) as error:
-        raise ValueError(f"{path}: not a valid claim declaration: {' '.join(str(error).split())}") from None
+    except (ValidationError, yaml.YAMLError, ValueError) as error:
+        raise ValueError(f"{path}: not a valid claim declaration: {one_line(error)}") from None
     return declaration
 
 

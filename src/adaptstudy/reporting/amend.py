@@ -23,7 +23,7 @@ import pandas as pd
 from pydantic import ValidationError
 
 from adaptstudy.claims.catalog import DECLARATIONS
-from adaptstudy.claims.declarations import Declaration, load_declaration
+from adaptstudy.claims.declarations import Declaration, load_declaration, one_line
 from adaptstudy.claims.freeze import confirmatory_since, freeze, frozen_at
 from adaptstudy.claims.ledgers import amend
 from adaptstudy.claims.protocol import protocol
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                     write_text_atomic(original, path)
                 raise
     except (subprocess.CalledProcessError, ValueError, ValidationError) as error:
-        detail = getattr(error, "stderr", "") or error
+        detail = getattr(error, "stderr", "") or (one_line(error) if isinstance(error, ValidationError) else error)
         print(f"error: {str(detail).strip()}", file=sys.stderr)
         return 2
     if names is not None:
