@@ -456,3 +456,12 @@ def test_a_constant_arm_is_the_majority_class_score_on_the_compared_arms_evaluat
     path.write_text(yaml.safe_dump(declared, allow_unicode=True))
     with pytest.raises(ValueError, match="`constant: true` is an arm of its own"):
         user_claims.load_user_declaration(path)
+
+
+def test_a_measured_quantity_is_refused_also_where_the_records_kept_no_predictions(tmp_path, fake_record):
+    """Without stored predictions there is no bootstrap to drop, but `measured` would still lift the threshold's
+    ±100-point bound: the records' main metric is a metric all the same."""
+    results = _records_for(tmp_path, fake_record)
+    measured = {**DECLARATION["claims"]["lora-beats-bitfit"], "quantity": "measured"}
+    with pytest.raises(ValueError, match=r"lora-beats-bitfit: quantity measured, .* \(accuracy on my-reviews\)"):
+        _judged(_declared(tmp_path, **{"lora-beats-bitfit": measured}), results)

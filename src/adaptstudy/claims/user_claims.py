@@ -275,8 +275,8 @@ def _comparable(
     """Why the claim's arms cannot be compared as its design says, one line each (none: they can): an arm whose
     runs report another main metric than the arm it is compared with (an effect of F1 minus accuracy), or score
     another evaluation set (another split, a cap of it, other examples: an interval as if they were paired), and a
-    `quantity: measured` on the records' main metric, which their stored predictions recompute (it would drop the
-    bootstrap over examples from the interval)."""
+    `quantity: measured`: a user's effect is the records' main metric, a score of their predictions (measured would
+    drop the bootstrap over examples from the interval and the threshold's bounds)."""
     problems = []
     first, labels = claim.arms[0], [a for a in claim.arms if a not in constants]  # a constant scores the first's set
     for task in claim.all_units:
@@ -302,10 +302,12 @@ def _comparable(
                     f"{_set_said(sets[first])}: a comparison is made on one evaluation set (run both arms with one "
                     "`max_eval_examples` and `data_seed`)"
                 )
-        if claim.quantity == "measured" and any(r.get("predictions") for c in labels for r in records[c, task]):
+        if claim.quantity == "measured":  # a user's effect is always the records' main metric, a metric
+            metric = ", ".join(sorted({str(r.get("main_metric")) for c in labels for r in records[c, task]}))
             problems.append(
-                f"{name}: quantity measured, but its effect is the records' main metric, which their stored "
-                "predictions recompute: declare `quantity: metric` (the interval then counts the evaluation examples)"
+                f"{name}: quantity measured, but its effect is the records' main metric ({metric} on {task}), a score "
+                "of their predictions: declare `quantity: metric` (the interval then counts the evaluation examples "
+                "where the records stored their predictions, and the threshold is held within ±100 points)"
             )
     return problems
 
