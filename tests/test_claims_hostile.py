@@ -425,3 +425,13 @@ def test_a_damaged_or_earlier_manifest_rebuilds_the_folder_instead_of_a_tracebac
     assert split_packages.damaged(folder) == [split_packages.MANIFEST]
     monkeypatch.setattr(split_packages, "_CHECKED", set())
     assert assemble() == folder and split_packages.damaged(folder, hashes=True) == []
+
+
+def test_a_users_file_written_in_flow_style_is_frozen_all_the_same(tmp_path):
+    declared = yaml.safe_load(USERS)
+    path = tmp_path / "claims.yaml"
+    path.write_text("# flow\n" + yaml.safe_dump(declared, default_flow_style=True, width=10_000))
+    assert user_claims.main([str(path), "--freeze"]) == 0
+    assert path.read_text().startswith("# flow\n")
+    frozen = user_claims.load_user_declaration(path).claims
+    assert all([e.event for e in c.ledger] == ["declared", "frozen"] for c in frozen.values())

@@ -189,8 +189,21 @@ def freeze_user_claims(path: Path, records: int | None = None, refreeze: bool = 
                 protocol=protocol,
             )
             ledgers[name] = [entry_written(e.model_dump(mode="json")) for e in [*ledger, entry]]
-        write_text_atomic(with_ledgers(path.read_text(encoding="utf-8"), ledgers), path)
+        write_text_atomic(_with_ledgers(path.read_text(encoding="utf-8"), ledgers), path)
     return before
+
+
+def _with_ledgers(text: str, ledgers: dict[str, list[dict]]) -> str:
+    """The file's text with the ledgers written in (`ledgers.with_ledgers`); a file whose claims are written in flow
+    style (`{sentence: ..., ...}`), which no ledger block fits, is written again whole, its leading comment kept."""
+    try:
+        return with_ledgers(text, ledgers)
+    except ValueError:
+        raw = strict_yaml.load(text)
+        for name, ledger in ledgers.items():
+            raw["claims"][name]["ledger"] = ledger
+        header = "".join(line for line in text.splitlines(True) if line.startswith("#"))
+        return header + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=120)
 
 
 def load_user_declaration(path: str | os.PathLike, refreezing: bool = False) -> UserDeclaration:
