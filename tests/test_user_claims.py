@@ -4,6 +4,7 @@ table for a custom task built in a temporary folder, without code; a bad declara
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -293,3 +294,174 @@ def test_a_hand_written_freeze_must_freeze_the_declared_design_after_its_declara
         with pytest.raises(ValueError, match=re.escape(message)):
             user_claims.load_user_declaration(path)
         path.write_text(yaml.safe_dump(frozen, allow_unicode=True, sort_keys=False))
+
+
+# --- designs the engine would judge wrongly: refused, or judged as they say -----------------------
+
+
+def _records_for(tmp_path, fake_record, bitfit: dict | None = None, bitfit_metric: str | None = None):
+    """Four seeds of each arm on the custom task; `bitfit` fields set on BitFit's records (another evaluation set),
+    `bitfit_metric` its main metric (another metric)."""
+    task = custom_task(tmp_path)
+    results = tmp_path / "results"
+    for seed in (0, 1, 2, 3):
+        for method, score in (("lora", 80.0), ("bitfit", 70.0)):
+            config = FinetuneConfig(task=task, method=method, seed=seed, data_dir=str(tmp_path))
+            extra = {"eval_examples": 200, "eval_split": "test", **((bitfit or {}) if method == "bitfit" else {})}
+            metric = bitfit_metric if method == "bitfit" else None
+            if metric:  # scored in both, reporting the other: a custom task whose main metric changed
+                extra = {**extra, "metrics": {metric: score + seed * 0.5, "accuracy": score + seed * 0.5}}
+            fake_record(config, score + seed * 0.5, metric=metric, folder=results, **extra)
+    return results
+
+
+def _declared(tmp_path, **claims) -> object:
+    declaration = {**DECLARATION, "claims": {**DECLARATION["claims"], **claims}}
+    path = tmp_path / "claims.yaml"
+    path.write_text(yaml.safe_dump(declaration, allow_unicode=True))
+    return path
+
+
+def _judged(path, results):
+    """The verdicts, by claim name, in the order `lora-beats-bitfit` first (the file lists its claims sorted)."""
+    verdicts = user_claims.user_verdicts(user_claims.load_user_declaration(path), user_claims.load_runs(results))
+    return sorted(verdicts, key=lambda v: v.claim.key != "lora-beats-bitfit")
+
+
+def test_arms_that_report_different_metrics_are_refused_naming_the_arm_and_the_metrics(tmp_path, fake_record):
+    results = _records_for(tmp_path, fake_record, bitfit_metric="f1")
+    with pytest.raises(ValueError) as error:
+        _judged(_declared(tmp_path), results)
+    assert (
+        "lora-beats-bitfit: arm 'bitfit' on my-reviews reports f1, arm 'lora' accuracy: a comparison is made on one"
+        in (str(error.value))
+    )
+
+
+def test_arms_scored_on_different_evaluation_sets_are_refused_naming_both_sets(tmp_path, fake_record):
+    results = _records_for(tmp_path, fake_record, bitfit={"eval_examples": 150, "eval_split": "test"})
+    with pytest.raises(ValueError) as error:
+        _judged(_declared(tmp_path), results)
+    assert "arm 'bitfit' on my-reviews scored 150 examples of test, arm 'lora' 200 examples of test" in str(error.value)
+
+
+def test_arms_on_one_evaluation_set_and_metric_are_judged(tmp_path, fake_record):
+    results = _records_for(tmp_path, fake_record)
+    (verdict,) = _judged(_declared(tmp_path), results)
+    assert verdict.verdict == "holds"
+
+
+def test_a_measured_quantity_on_the_records_main_metric_is_refused(tmp_path, houlsby_runs):
+    declaration = _mrpc_declaration(tmp_path, PLAIN_64)
+    measured = declaration.claims["mrpc-parity"].model_copy(update={"quantity": "measured"})
+    declaration.claims["mrpc-parity"] = measured
+    with pytest.raises(ValueError, match="mrpc-parity: quantity measured, but its effect is the records' main metric"):
+        user_claims.user_verdicts(declaration, houlsby_runs)
+
+
+REQUIRING = {
+    "sentence": "LoRA beats BitFit by more than a point where it beats it",
+    "where": "lab notebook, 5 Dec",
+    "published": "–",
+    "effect": "LoRA − BitFit (accuracy, points)",
+    "arms": ["lora", "bitfit"],
+    "units": ["my-reviews"],
+    "rule": {"kind": "above", "threshold": 1.0},
+    "requires": "lora-beats-bitfit",
+}
+
+
+def test_a_required_claim_gates_the_verdict_as_it_comes_out(tmp_path, fake_record):
+    """`requires` names a claim of the file, judged first: the requiring claim is judged where it holds, and not
+    testable, saying why, where it does not."""
+    results = _records_for(tmp_path, fake_record)
+    first, gated = _judged(_declared(tmp_path, gated=REQUIRING), results)
+    assert (first.verdict, gated.verdict) == ("holds", "holds")
+    reversed_rule = {**DECLARATION["claims"]["lora-beats-bitfit"], "rule": {"kind": "below", "threshold": 0.0}}
+    path = _declared(tmp_path, gated=REQUIRING)
+    text = yaml.safe_load(path.read_text())
+    text["claims"]["lora-beats-bitfit"] = reversed_rule
+    path.write_text(yaml.safe_dump(text, allow_unicode=True))
+    first, gated = _judged(path, results)
+    assert first.verdict == "does not hold" and gated.verdict == "not testable"
+    assert "judged only where lora-beats-bitfit holds (does not hold here)" in gated.blocked
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"requires": "lora-beat-bitfit"},
+            "gated: requires 'lora-beat-bitfit', not another claim of this file (did you",
+        ),
+        ({"requires": "gated"}, "gated: requires 'gated', not another claim of this file"),
+        ({"rule": {"kind": "above", "threshold": True}}, "the threshold is a number of the effect's units, not True"),
+        ({"rule": {"kind": "above"}}, "claims.gated.rule.threshold: Field required"),
+        ({"versus_units": ["my-reviews"]}, "unit 'my-reviews' is in both `units` and `versus_units`"),
+    ],
+)
+def test_a_design_that_would_be_judged_wrongly_is_one_error_naming_it(tmp_path, change, message):
+    path = _declared(tmp_path, gated={**REQUIRING, **change})
+    with pytest.raises(ValueError) as error:
+        user_claims.load_user_declaration(path)
+    assert message in str(error.value)
+
+
+def test_a_users_study_from_declaration_to_a_confirmatory_verdict_in_one_folder(user_records, fake_record, tmp_path):
+    """Declare, run, freeze, run fresh seeds into the same folder: the table judges every run (exploratory: some
+    predate the freeze) and, apart, the runs made after the freeze alone (confirmatory), with each arm's mean ± sd
+    and the effect and interval as numbers."""
+    path, results = user_records
+    assert user_claims.main([str(path), "--freeze"]) == 0
+    declaration = user_claims.load_user_declaration(path)
+    table = user_claims.user_table(declaration, user_claims.load_runs(results))
+    assert table.loc[0, "confirmatory"].startswith("none: no run since its freeze of")
+    (tmp_path / "fresh").mkdir()
+    task = custom_task(tmp_path / "fresh")  # the same task, its files where the fresh runs read them
+    later = (pd.Timestamp.now(tz="UTC") + pd.Timedelta(seconds=1)).isoformat()
+    for seed in (4, 5, 6):
+        for method, score in (("lora", 81.0), ("bitfit", 70.0)):
+            config = FinetuneConfig(task=task, method=method, seed=seed, data_dir=str(tmp_path / "fresh"))
+            fake_record(config, score + seed * 0.25, folder=results, finished_at=later)
+    table = user_claims.user_table(declaration, user_claims.load_runs(results))
+    row = table.iloc[0]
+    assert row["status"].startswith("exploratory: 6 of 12 runs predate its freeze")
+    assert row["confirmatory"].startswith("holds: +11.0 [") and "on 3 fresh seeds" in row["confirmatory"]
+    assert row["arms"] == "my-reviews: lora 81.6 ± 0.8 (6 seeds), bitfit 71.1 ± 0.4 (6 seeds)"
+    assert row["low"] < row["effect"] < row["high"] and abs(row["effect"] - 10.5) < 1e-9
+    csv = tmp_path / "table.csv"
+    assert user_claims.main([str(path), "--results-dir", str(results), "--csv", str(csv)]) == 0
+    assert pd.read_csv(csv)[["effect", "low", "high"]].dtypes.map(lambda t: t.kind).tolist() == ["f", "f", "f"]
+
+
+def test_a_constant_arm_is_the_majority_class_score_on_the_compared_arms_evaluation_set(user_records):
+    """`{constant: true}` is the constant prediction's score (60% on these labels), which the engine computes for
+    every run: an arm of its own, compared with, not first, and with no other setting."""
+    path, results = user_records
+    declared = yaml.safe_load(path.read_text())
+    declared["arms"]["majority"] = {"constant": True}
+    claim = {**declared["claims"]["lora-beats-bitfit"], "sentence": "LoRA beats the majority class"}
+    declared["claims"]["lora-learns"] = {**claim, "arms": ["lora", "majority"]}
+    path.write_text(yaml.safe_dump(declared, allow_unicode=True))
+    table = user_claims.user_table(user_claims.load_user_declaration(path), user_claims.load_runs(results))
+    row = table.set_index("claim").loc["LoRA beats the majority class"]
+    assert row["verdict"] == "holds" and abs(row["effect"] - 21.0) < 1e-9
+    assert row["arms"] == "my-reviews: lora 81.0 ± 0.5 (3 seeds), majority 60.0 (the constant prediction)"
+    declared["claims"]["lora-learns"]["arms"] = ["majority", "lora"]
+    path.write_text(yaml.safe_dump(declared, allow_unicode=True))
+    with pytest.raises(ValueError, match="the constant arm 'majority' is what the first arm is compared with"):
+        user_claims.load_user_declaration(path)
+    declared["claims"]["lora-learns"]["arms"] = ["lora", "majority"]
+    declared["arms"]["majority"] = {"constant": True, "method": "lora"}
+    path.write_text(yaml.safe_dump(declared, allow_unicode=True))
+    with pytest.raises(ValueError, match="`constant: true` is an arm of its own"):
+        user_claims.load_user_declaration(path)
+
+
+def test_a_measured_quantity_is_refused_also_where_the_records_kept_no_predictions(tmp_path, fake_record):
+    """Without stored predictions there is no bootstrap to drop, but `measured` would still lift the threshold's
+    ±100-point bound: the records' main metric is a metric all the same."""
+    results = _records_for(tmp_path, fake_record)
+    measured = {**DECLARATION["claims"]["lora-beats-bitfit"], "quantity": "measured"}
+    with pytest.raises(ValueError, match=r"lora-beats-bitfit: quantity measured, .* \(accuracy on my-reviews\)"):
+        _judged(_declared(tmp_path, **{"lora-beats-bitfit": measured}), results)

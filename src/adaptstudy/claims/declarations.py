@@ -64,9 +64,19 @@ ENTRY_ADDED = (
 
 
 class RuleSpec(BaseModel):
+    """A rule and its threshold, both stated: a threshold left out is not read as 0, nor `true` as 1 (YAML's
+    booleans are no numbers a verdict should turn on)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     kind: Literal["above", "below", "within", "outside"]
-    threshold: float = 0.0
+    threshold: float
+
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _a_number(cls, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"the threshold is a number of the effect's units, not {value!r}")
+        return value
 
 
 class Design(BaseModel):
@@ -119,6 +129,12 @@ class Design(BaseModel):
             twice = sorted({n for n in names if names.count(n) > 1})
             if twice:
                 raise ValueError(f"{field} name {', '.join(map(repr, twice))} twice; each is named once")
+        both = [u for u in self.units if u in self.versus_units]
+        if both:
+            raise ValueError(
+                f"unit {', '.join(map(repr, both))} is in both `units` and `versus_units`: a group compared with "
+                "itself; each unit is on one side"
+            )
         return self
 
     @property
@@ -325,9 +341,20 @@ class Declaration(BaseModel):
 
 
 def load_declaration(path: str | os.PathLike) -> Declaration:
-    """A declaration file, validated; one error naming the file and what is wrong."""
+    """A declaration file, validated; one error line naming the file and what is wrong."""
     path = Path(path)
     try:
         return Declaration.model_validate(strict_yaml.load(path.read_text(encoding="utf-8")))
     except (ValidationError, yaml.YAMLError) as error:
-        raise ValueError(f"{path}: not a valid claim declaration: {error}") from None
+        raise ValueError(f"{path}: not a valid claim declaration: {one_line(error)}") from None
+
+
+def one_line(error: Exception) -> str:
+    """A validation or YAML error as one line: each problem named by its place in the file (`claims.mine.where:
+    Field required`), not pydantic's dump over several lines with a link."""
+    if isinstance(error, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'the file'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in error.errors()
+        )
+    return " ".join(str(error).split())

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from adaptstudy.claims.declarations import Declared, Entry, load_declaration
 from adaptstudy.claims.ledgers import dump_declaration
+from adaptstudy.common.files import locked_file, write_text_atomic
 
 
 def frozen_at(claim: Declared) -> datetime | None:
@@ -58,8 +59,14 @@ def freeze(
     declaration at `path` (default: every one); refused, naming the claim, where the ledger does not account for the
     design or the protocol (amend first: correct, then freeze, then confirm), and where a claim is frozen already,
     unless `refreeze` (a second freeze moves its confirmatory runs to after now). Rewrites the file, keeping its
-    leading comment; returns the names."""
+    leading comment, whole (locked, replaced atomically: two freezes at once take turns, and the second sees the
+    first's entries); returns the names."""
     path = Path(path)
+    with locked_file(path):
+        return _freeze(path, reason, records, protocol, when, names, refreeze)
+
+
+def _freeze(path, reason, records, protocol, when, names, refreeze) -> list[str]:
     when = when or datetime.now(timezone.utc).replace(microsecond=0)
     chapter = load_declaration(path)
     unknown = [n for n in names or [] if n not in chapter.claims]
@@ -87,5 +94,5 @@ def freeze(
         )
         chapter.claims[name] = claim.model_copy(update={"ledger": [*claim.ledger, entry]})
     header = "".join(line for line in path.read_text(encoding="utf-8").splitlines(True) if line.startswith("#"))
-    path.write_text(header + dump_declaration(chapter), encoding="utf-8")
+    write_text_atomic(header + dump_declaration(chapter), path)
     return list(chosen)

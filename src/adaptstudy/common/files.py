@@ -39,6 +39,61 @@ def write_json_atomic(data: Any, target: str | os.PathLike) -> Path:
     return target
 
 
+def write_text_atomic(text: str, target: str | os.PathLike) -> Path:
+    """`text` at `target` whole or not at all: a temporary file in the same folder, fsynced and renamed into place
+    (a declaration's ledger, as a record: a killed or failing writer leaves the file as it was). Keeps the file's
+    mode where it exists."""
+    target = Path(target)
+    mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=target.suffix, dir=target.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+@contextmanager
+def locked_file(path: str | os.PathLike) -> Iterator[Path]:
+    """An exclusive lock on the file at `path` itself, held while the block reads, changes and replaces it
+    (`write_text_atomic`): two writers of one ledger take turns, and the second reads what the first wrote, so no
+    entry is lost. No lock file is made: the lock is the file's own, taken again when a writer replaced the file
+    while this one waited (the lock then stood on the replaced file). The kernel frees it when its holder dies.
+    Taken again by the process that holds it (a command holding it around a helper that takes it), it is held."""
+    import fcntl  # POSIX only: imported where used
+
+    path = Path(path)
+    key = path.resolve()
+    if key in _HELD:
+        yield path
+        return
+    while True:
+        handle = open(path, "rb")  # noqa: SIM115 (closed below, after the block)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            if os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        handle.close()
+    _HELD.add(key)
+    try:
+        yield path
+    finally:
+        _HELD.discard(key)
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+_HELD: set[Path] = set()  # the files this process holds `locked_file`'s lock on
+
+
 @contextmanager
 def atomic_folder(folder: str | os.PathLike) -> Iterator[Path]:
     """A scratch folder beside `folder` to fill; it replaces `folder` only when the block ends without error,

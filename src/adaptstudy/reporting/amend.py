@@ -23,11 +23,12 @@ import pandas as pd
 from pydantic import ValidationError
 
 from adaptstudy.claims.catalog import DECLARATIONS
-from adaptstudy.claims.declarations import Declaration, load_declaration
-from adaptstudy.claims.freeze import freeze, frozen_at
+from adaptstudy.claims.declarations import Declaration, load_declaration, one_line
+from adaptstudy.claims.freeze import confirmatory_since, freeze, frozen_at
 from adaptstudy.claims.ledgers import amend
 from adaptstudy.claims.protocol import protocol
 from adaptstudy.common import strict_yaml
+from adaptstudy.common.files import locked_file, write_text_atomic
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.runs.records import made_at, read_records
 
@@ -41,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--freeze", action="store_true", help="freeze claims for confirmation (their ledgers must be up to date)"
     )
+    parser.add_argument(
+        "--spend",
+        action="store_true",
+        help="amend frozen claims all the same: their records made since the freeze stop confirming them",
+    )
     parser.add_argument("--claims", help="with --freeze: the claims to freeze, comma-separated (default: every one)")
     parser.add_argument(
         "--refreeze",
@@ -50,39 +56,125 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     path = Path(args.path).resolve()
     try:
+        loose = [flag for flag, given in (("--claims", args.claims), ("--refreeze", args.refreeze)) if given]
+        if loose and not args.freeze:
+            raise ValueError(f"{' and '.join(loose)} only go with --freeze, which is not given: nothing is done")
+        if args.spend and args.freeze:
+            raise ValueError("--spend goes with an amendment, not with --freeze (whose --refreeze says as much)")
         results = _checked(path, args.reason, Path(args.results_dir))
-        records = len(list(results.glob("*.json")))
-        if args.freeze:
-            chosen = [n.strip() for n in args.claims.split(",")] if args.claims else None
-            before = {n: frozen_at(c) for n, c in load_declaration(path).claims.items()}
-            names = freeze(path, args.reason, records, protocol_of(path), names=chosen, refreeze=args.refreeze)
-            print(f"frozen: {', '.join(names)}")
-            for name in (n for n in names if before[n] is not None):
-                leaving = _leaving(results, before[name])
-                print(
-                    f"{name}: {len(leaving)} records of {results.name}, made since its freeze of "
-                    f"{before[name]:%Y-%m-%d %H:%M}, no longer confirm it: {', '.join(leaving) or 'none'}"
-                )
-            return 0
-        previous = _declared_in(_as_committed(path, args.against))
-        gone = sorted(set(previous.claims) - set(_declared_in(path.read_text(encoding="utf-8")).claims))
-        if gone:
-            raise ValueError(
-                f"{path}: {', '.join(gone)} declared at {args.against} but gone now (renamed or deleted): a declared "
-                "claim keeps its name and ledger; restore it, and declare a new claim beside it if its name must change"
-            )
-        names = _declare_new(path, args.reason, records)  # so the chapter loads, for its protocol
-        since = _declared_in(path.read_text(encoding="utf-8")).claims  # declared after the revision: as they are
-        previous.claims |= {n: c for n, c in since.items() if n in names or n not in previous.claims}
-        now = protocol_of(path)
-        shown, lines = _judged_around(path, args.against, Path(args.results_dir), now)
-        names += amend(path, previous, args.reason, records, protocol=now, verdicts=shown, outcomes=lines)
+        records = _records(path, results)
+        with locked_file(path):  # one writer of the file at a time, from its first read to its last write
+            original = path.read_text(encoding="utf-8")
+            try:
+                names = _run(args, path, results, records)
+            except BaseException:  # a failing command leaves the file as it found it (new claims declared first)
+                if path.read_text(encoding="utf-8") != original:
+                    write_text_atomic(original, path)
+                raise
     except (subprocess.CalledProcessError, ValueError, ValidationError) as error:
-        detail = getattr(error, "stderr", "") or error
+        detail = getattr(error, "stderr", "") or (one_line(error) if isinstance(error, ValidationError) else error)
         print(f"error: {str(detail).strip()}", file=sys.stderr)
         return 2
-    print(f"amended, recorded or declared: {', '.join(names) or 'nothing changed'}")
+    if names is not None:
+        print(f"amended, recorded or declared: {', '.join(names) or 'nothing changed'}")
     return 0
+
+
+def _run(args, path: Path, results: Path, records: int) -> list[str] | None:
+    """The command's work on the declaration at `path`, its input checked: the names amended, recorded or declared
+    (None for a freeze, which prints its own lines)."""
+    if args.freeze:
+        chosen = [n.strip() for n in args.claims.split(",")] if args.claims else None
+        before = {n: frozen_at(c) for n, c in load_declaration(path).claims.items()}
+        names = freeze(path, args.reason, records, protocol_of(path), names=chosen, refreeze=args.refreeze)
+        print(f"frozen: {', '.join(names)}")
+        for name in (n for n in names if before[n] is not None):
+            leaving = _leaving(results, before[name])
+            print(
+                f"{name}: {len(leaving)} records of {results.name}, made since its freeze of "
+                f"{before[name]:%Y-%m-%d %H:%M}, no longer confirm it: {', '.join(leaving) or 'none'}"
+            )
+        return None
+    previous = _declared_in(_as_committed(path, args.against))
+    gone = sorted(set(previous.claims) - set(_declared_in(path.read_text(encoding="utf-8")).claims))
+    if gone:
+        raise ValueError(
+            f"{path}: {', '.join(gone)} declared at {args.against} but gone now (renamed or deleted): a declared "
+            "claim keeps its name and ledger; restore it, and declare a new claim beside it if its name must change"
+        )
+    names = _declare_new(path, args.reason, records)  # so the chapter loads, for its protocol
+    since = _declared_in(path.read_text(encoding="utf-8")).claims  # declared after the revision: as they are
+    previous.claims |= {n: c for n, c in since.items() if n in names or n not in previous.claims}
+    now = protocol_of(path)
+    shown, lines = _judged_around(path, args.against, Path(args.results_dir), now)
+    spent = _spending(previous, results, args.spend)
+    names += amend(
+        path, previous, args.reason, records, protocol=now, verdicts=shown, outcomes=lines, before_writing=spent
+    )
+    return names
+
+
+def _spending(previous: Declaration, results: Path, spend: bool):
+    """The check `amend` runs before it writes: an amendment of a frozen claim moves its confirmatory runs to after
+    now, so the records made since its freeze stop confirming it. Refused, naming each claim with the count,
+    unless `spend` (the user means it); with it, said before the file is written."""
+
+    def check(changed: dict) -> None:
+        lines = []
+        for name, claim in changed.items():
+            since = confirmatory_since(previous.claims[name]) if name in previous.claims else None
+            if since is None or claim.ledger[-1].event != "amended":
+                continue
+            made = _leaving(results, since)
+            lines.append(
+                f"{name} (frozen {since:%Y-%m-%d %H:%M}): {len(made)} records of {results.name} made since no longer "
+                "confirm it"
+            )
+        if lines and not spend:
+            raise ValueError(
+                f"amending spends fresh seeds: {'; '.join(lines)}; amend with --spend if that is meant, or undo the "
+                "change"
+            )
+        for line in lines:
+            print(f"spent: {line}")
+
+    return check
+
+
+def chapter_of(path: Path):
+    """The chapter whose declaration is at `path`, or whose claims a copy of it declares (a test's, a draft's);
+    None for a file of no chapter."""
+    chapters = {c.name: c for c in load_chapters()}
+    for name, file in DECLARATIONS.items():
+        if file.resolve() == path.resolve() and name in chapters:
+            return chapters[name]
+    claims = set(_declared_in(path.read_text(encoding="utf-8")).claims)
+    holding = {n: set(load_declaration(f).claims) for n, f in DECLARATIONS.items() if n in chapters}
+    candidates = [n for n, names in holding.items() if claims and claims <= names]
+    exact = [n for n in candidates if holding[n] == claims]
+    chosen = exact if exact else candidates
+    return chapters[chosen[0]] if len(chosen) == 1 else None  # a copy no one chapter's claims hold: unchecked
+
+
+def _records(path: Path, results: Path) -> int:
+    """How many records the chapter's folder holds, each read first: a folder holding a record that is not one (a
+    truncated file) stops the command before it writes, and so does a folder that is not the chapter's (its
+    `results/<study>`: another chapter's, or an empty one where the chapter has runs)."""
+    read = read_records(results, None)  # InvalidRecordsError (a ValueError) names every file that is not a record
+    chapter = chapter_of(path)
+    if chapter is not None and chapter.study is not None:
+        expected = f"results/{chapter.study}"
+        if results.resolve().name != chapter.study:
+            raise ValueError(
+                f"--results-dir {results}: the {chapter.name} chapter's records are its study's, {expected}, not "
+                f"those of {results.resolve().name!r}"
+            )
+        if not read:
+            raise ValueError(
+                f"--results-dir {results}: holds no record, where the {chapter.name} chapter's are ({expected}): "
+                "the ledger would count none"
+            )
+    return len(list(results.glob("*.json")))
 
 
 def _checked(path: Path, reason: str, results: Path) -> Path:
@@ -90,6 +182,11 @@ def _checked(path: Path, reason: str, results: Path) -> Path:
     entries are not dated in the future, a reason, and a results folder that exists."""
     if not path.is_file():
         raise ValueError(f"{path}: no such declaration file; the chapters' are {_listed(DECLARATIONS.values())}")
+    if isinstance(raw := strict_yaml.load(path.read_text(encoding="utf-8")), dict) and "arms" in raw:
+        raise ValueError(
+            f"{path}: a declaration of your own claims (it defines `arms`), which this command does not write: "
+            f"freeze it with `python -m adaptstudy.reporting.user_claims {path} --freeze`"
+        )
     if not reason.strip():
         raise ValueError("--reason is empty: the ledger keeps why the claims changed, so say why")
     if not results.is_dir():
@@ -98,7 +195,7 @@ def _checked(path: Path, reason: str, results: Path) -> Path:
     now = datetime.now(timezone.utc)
     future = [
         f"{name} ({entry.event} {entry.date:%Y-%m-%d %H:%M})"
-        for name, claim in load_declaration(path).claims.items()
+        for name, claim in _declared_in(path.read_text(encoding="utf-8")).claims.items()  # a new claim has none yet
         for entry in claim.ledger
         if entry.date > now
     ]
