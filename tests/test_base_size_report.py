@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from adaptstudy.reporting.common import load_runs
@@ -38,12 +39,30 @@ def test_the_base_size_table_sets_mrpc_beside_the_course_and_the_paper(runs):
 def test_the_report_grid_adds_fresh_seeds_where_seeds_1_to_3_predate_the_five_task_claims_freeze(runs):
     from adaptstudy.planning import houlsby_base as plan
 
-    assert plan.finished_cells(set(runs["run_id"])) == [("mpnet-base", "mrpc"), ("mpnet-base", "cola")]
+    assert plan.finished_cells(set(runs["run_id"]))[:2] == [("mpnet-base", "mrpc"), ("mpnet-base", "cola")]
     grid = plan.report_grid(runs, [("mpnet-base", "mrpc")])
-    (axis,) = grid["axes"]
-    assert (axis["backbone"], axis["task"], axis["seed"]) == (["mpnet-base"], ["mrpc"], [1, 2, 3, 4, 5, 6])
-    assert axis["method"]["houlsby"] == {"adapter_size": [64], "learning_rate": [1e-3], "layer_ablation": [True]}
-    assert "backbone" not in grid["fixed"] and "max_train_examples" not in axis
+    ran, fresh = grid["axes"]  # seeds 1-3 as they ran; the fresh seeds in fp32 on every machine
+    assert (ran["backbone"], ran["task"], ran["seed"]) == (
+        ["mpnet-base"],
+        ["mrpc"],
+        [1, 2, 3],
+    ) and "precision" not in ran
+    assert (fresh["task"], fresh["seed"], fresh["precision"]) == (["mrpc"], [4, 5, 6], ["fp32"])
+    for axis in (ran, fresh):
+        assert axis["method"]["houlsby"] == {"adapter_size": [64], "learning_rate": [1e-3], "layer_ablation": [True]}
+        assert "max_train_examples" not in axis
+    assert "backbone" not in grid["fixed"]
+
+
+def test_the_precision_of_each_task_s_reported_runs_is_said_beside_the_tables(runs):
+    """Runs made before the campaign's precision was declared kept the precision their machine picked (bf16 on
+    MRPC and CoLA at base size); the fresh seeds train in fp32 everywhere, and the note says which seeds are which."""
+    said = "Precision of the reported runs on MPNet, mpnet-base, both arms: CoLA bf16; MRPC bf16."
+    assert hbt.precision_note(runs[runs["seed"] <= 3]) == said
+    mrpc = runs[(runs["task"] == "mrpc") & (runs["seed"].between(1, 3))]
+    later = mrpc.assign(seed=mrpc["seed"] + 3, precision_used="fp32", run_id=mrpc["run_id"] + "-fresh")
+    note = hbt.precision_note(pd.concat([runs, later], ignore_index=True))
+    assert "MRPC bf16 (seeds 1–3), fp32 (seeds 4–6)" in note and "CoLA bf16;" in note
 
 
 def test_each_parity_claim_is_judged_on_its_own_backbone_and_the_five_task_ones_wait_for_their_runs(runs):

@@ -353,3 +353,23 @@ def test_the_freeze_command_refreezes_only_when_asked_and_names_the_records_that
     line = next(line for line in printed.splitlines() if line.startswith("ablation-one: "))
     assert "records of houlsby_base, made since its freeze of 2026-12-05 15:18, no longer confirm it: " in line
     assert "e1feb7f4df9c8bdb" in line  # MRPC, size 64, seed 1: made after that freeze
+
+
+def test_a_later_plan_is_on_the_plan_s_page_with_the_machine_its_costs_were_measured_on():
+    """A later plan's costs are in seconds of the machine kind that wrote it: the page names it, the claims it bought
+    read 'planned' (not 'not bought') until their fresh runs land, and its cells train in the one precision it set."""
+    import json
+
+    from adaptstudy.planning.allocation import PlanCell
+    from adaptstudy.planning.power import at_precision
+    from adaptstudy.reporting.power_plan import every_plan, later_plans, plan_note, why_unconfirmed
+
+    folder = PROJECT_ROOT / "params" / "cpu" / "confirm" / "power-houlsby"
+    assert folder in later_plans()
+    costed = json.loads((folder / "costed.json").read_text())
+    note = plan_note(PROJECT_ROOT / "results")
+    assert f"estimated on {costed['kind']} ({costed['machine']['cpu']}, 2 cores" in note
+    assert "houlsby.parity, houlsby.parity-64" in note and "trains in fp32 on every machine" in note
+    assert why_unconfirmed("houlsby.parity", every_plan()).startswith("planned, not run yet: 3 fresh seeds per arm")
+    cell = PlanCell("houlsby", "finetune", json.dumps({"task": "rte", "precision": "auto"}))
+    assert json.loads(at_precision(cell, "fp32").settings) == {"task": "rte", "precision": "fp32"}

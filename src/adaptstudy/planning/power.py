@@ -56,7 +56,7 @@ from adaptstudy.planning.allocation import (
     write_run_ids,
 )
 from adaptstudy.reporting.costs import machine_label
-from adaptstudy.reporting.power_plan import BUDGET_H
+from adaptstudy.reporting.power_plan import BUDGET_H, COSTED
 from adaptstudy.reporting.scorecard import chapter_runs, chapter_verdicts
 from adaptstudy.runs.grid import CONFIGS
 
@@ -349,9 +349,6 @@ def at_precision(cell: PlanCell, precision: str) -> PlanCell:
     return PlanCell(
         cell.study, cell.kind, json.dumps({**json.loads(cell.settings), "precision": precision}, sort_keys=True)
     )
-
-
-COSTED = "costed.json"  # beside a plan: the machine kind its costs are in, the ratio, the budget, when written
 
 
 def this_machine_description() -> dict:

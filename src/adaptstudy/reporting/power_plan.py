@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from adaptstudy.claims.catalog import CLAIMS
 from adaptstudy.claims.freeze import first_freeze, spent_by_amendment
@@ -18,6 +20,50 @@ BUDGET_H = 14.0  # the plan's CPU-hours (`planning.power` spends them; the note 
 # the confirmation plan by power (`planning.power`), once written
 POWER_PLAN = PROJECT_ROOT / "params" / "cpu" / "confirm" / "power" / "plan.csv"
 UNITS_FILE = "units.csv"  # the plan's addendum for units fresh runs alone would not form (`planning.unit_cells`)
+COSTED = "costed.json"  # beside a later plan: the machine kind its costs are in, the ratio, the budget, when written
+
+
+def later_plans(confirm: Path = POWER_PLAN.parent.parent) -> list[Path]:
+    """The folders of the plans written after the first (`planning.power --after`), oldest first."""
+    folders = [p for p in confirm.glob("power-*") if (p / "plan.csv").is_file() and (p / COSTED).is_file()]
+    return sorted(folders, key=lambda p: json.loads((p / COSTED).read_text(encoding="utf-8"))["written"])
+
+
+def every_plan(path: Path = POWER_PLAN) -> dict[str, dict]:
+    """`power_plan`'s rows, with the claims a later plan bought as that plan has them."""
+    rows = power_plan(path)
+    for folder in later_plans(Path(path).parent.parent):
+        rows |= {k: row for k, row in power_plan(folder / "plan.csv").items() if row["taken"] == "yes"}
+    return rows
+
+
+def later_plan_note(root: str | Path, folder: Path) -> str:
+    """What a later plan bought, on which machine kind its costs were measured, and what has landed."""
+    costed = json.loads((folder / COSTED).read_text(encoding="utf-8"))
+    table = pd.DataFrame(power_plan(folder / "plan.csv").values())
+    taken = table[table["taken"] == "yes"]
+    ids = {i for run_ids in folder.glob("*.run_ids") for i in run_ids.read_text(encoding="utf-8").split()}
+    studies = [load_runs(study) for study in sorted(p for p in Path(root).iterdir() if p.is_dir())]
+    fresh = [runs[runs["run_id"].isin(ids)] for runs in studies if not runs.empty]
+    landed = sum(len(runs) for runs in fresh)
+    hours = sum((paid_seconds(runs, "train_runtime_s") + paid_evaluation(runs)).sum() for runs in fresh) / 3600
+    machine = costed["machine"]
+    seeds = sorted({int(n) for n in taken["seeds per arm"]})
+    precisions = {p for grid in folder.glob("*.yaml") for axis in yaml.safe_load(grid.read_text())["axes"]
+                  for p in axis.get("precision", ["auto"])}  # fmt: skip
+    trains = (
+        f"every one of its runs trains in {precisions.pop()} on every machine"
+        if len(precisions) == 1 and "auto" not in precisions
+        else "its runs train in the precision each machine picks"
+    )
+    return (
+        f"**A later plan**, written {pd.Timestamp(costed['written']):%-d %B %Y} before any of its runs, bought "
+        f"{' or '.join(map(str, seeds))} fresh seeds per arm for {', '.join(taken['claim'])}: "
+        f"{len(ids)} runs, {taken['CPU-hours'].sum():.1f} CPU-hours estimated on {costed['kind']} ({machine['cpu']}, "
+        f"{machine['cores']} cores; runs measured on other machine kinds scaled by {costed['ratio']:.2f}), within "
+        f"{costed['budget_h']:g}; {trains}. Landed so far: {landed} of "
+        f"its {len(ids)} runs, {hours:.1f} CPU-hours spent (training and evaluation)."
+    )
 
 
 def power_plan(path: Path = POWER_PLAN) -> dict[str, dict]:
@@ -69,7 +115,7 @@ def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:
         f"freeze, runs made before it (prerequisites a machine's cache lacked): {hours + again:.1f} CPU-hours in all, "
         f"measured, of its budget of {BUDGET_H:g}: {BUDGET_H - hours - again:.1f} left"
         f"{', which go to the next plan' if hours + again < BUDGET_H else ''}."
-    )
+    ) + "".join(f"\n\n{later_plan_note(root, later)}" for later in later_plans(folder.parent))
 
 
 def _addendum(folder: Path) -> str:

@@ -19,7 +19,7 @@ from adaptstudy.claims.what_it_takes import what_it_takes
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.findings import declared
-from adaptstudy.reporting.power_plan import power_plan, why_unconfirmed
+from adaptstudy.reporting.power_plan import every_plan, why_unconfirmed
 from adaptstudy.reporting.verdict_tables import rule_text
 from adaptstudy.runs.records import made_at, paid_evaluation, paid_seconds
 
@@ -118,7 +118,7 @@ def scorecard(
     verdict and interval on fresh seeds alone."""
     finished = seconds.drop_duplicates("run_id").set_index("run_id")["finished_at"]
     hours = claim_hours(verdicts, seconds)
-    plan = power_plan()
+    plan = every_plan()
     judged = {v.claim.key: v for v in verdicts}
     order = {c: i for i, c in enumerate(PAGES)}
     keys = sorted([*judged, *(k for k in CLAIMS if k not in judged)], key=lambda k: order[CLAIMS.get(k).chapter])

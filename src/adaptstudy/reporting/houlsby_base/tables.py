@@ -97,6 +97,32 @@ def ablation_records(runs: pd.DataFrame, backbone: str = "mpnet-base") -> dict[s
 NAMES = {"mpnet-base": "MPNet, mpnet-base", "minilm-l3": "minilm-l3"}
 TASK_ORDER = ("cola", "sst2", "mrpc", "stsb", "rte")  # Table 1's order
 TOTAL = "Table 1's total (its 9 tasks)"
+TASK_NAMES = {"cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "stsb": "STS-B", "rte": "RTE"}
+
+
+def precision_note(runs: pd.DataFrame, backbone: str = "mpnet-base") -> str:
+    """The precision each task's reported runs trained in, both arms together ('MRPC: bf16 (seeds 1-3), fp32 (seeds
+    4-6)'): every run made after the campaign's precision was declared is fp32 on every machine, the earlier ones
+    kept the precision their machine picked, and a reader of the table has to know which."""
+    ours = at_chosen_rates(runs, backbone) if not runs.empty else runs
+    if ours.empty:
+        return ""
+    precision = ours["precision_used"].fillna("fp32") if "precision_used" in ours else pd.Series("fp32", ours.index)
+    parts = []
+    for task in [t for t in TASK_ORDER if t in set(ours["task"])]:
+        mine = ours[ours["task"] == task].assign(precision=precision)
+        seeds = mine.groupby("precision")["seed"].apply(lambda s: _seed_span(sorted(set(s))))
+        said = seeds.index[0] if len(seeds) == 1 else ", ".join(f"{p} (seeds {span})" for p, span in seeds.items())
+        parts.append(f"{TASK_NAMES[task]} {said}")
+    return f"Precision of the reported runs on {NAMES[backbone]}, both arms: " + "; ".join(parts) + "."
+
+
+def _seed_span(seeds: list[int]) -> str:
+    return (
+        f"{seeds[0]}–{seeds[-1]}"
+        if seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 1
+        else (", ".join(map(str, seeds)))
+    )
 
 
 def table_1(runs: pd.DataFrame, backbone: str = "mpnet-base") -> pd.DataFrame:
