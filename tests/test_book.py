@@ -62,6 +62,21 @@ def test_make_book_builds_with_an_empty_data_folder(built_book):
     assert len(pages) >= 7 and not found, found
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("page", book_pages())
+def test_every_notebook_page_opens_its_own_notebook_in_colab_and_links_the_repository(built_book, page):
+    """The theme's launch button, as the reader clicks it, opens notebooks/<page>.ipynb (the page is an executed copy
+    in book/generated/, which the repository does not hold), and the repository button links pyproject's address."""
+    from adaptstudy.launch.colab import colab_url, repository_url
+
+    html = (built_book / "generated" / f"{page}.html").read_text(encoding="utf-8")
+    links = re.findall(r'<a\b[^>]*href="([^"]+)"[^>]*>', html)
+    launch = [h for h in re.findall(r'<a href="([^"]+)"[^>]*class="btn btn-sm dropdown-item"', html) if "colab" in h]
+    assert launch == [colab_url(page)], launch  # the header's launch button
+    assert repository_url() in links
+    assert not [h for h in links if "/generated/" in h and h.startswith("https://")]
+
+
 def _visible_text(page: Path) -> str:
     """A built page's text as a reader sees it: scripts, styles and tags removed."""
     html = page.read_text(encoding="utf-8")
