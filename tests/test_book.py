@@ -77,6 +77,48 @@ def test_every_notebook_page_opens_its_own_notebook_in_colab_and_links_the_repos
     assert not [h for h in links if "/generated/" in h and h.startswith("https://")]
 
 
+RAW = {"None", "True", "False", "nan", "NaN", "<NA>"}
+
+
+def _tables(page: Path) -> list[tuple[list[str], list[list[str]]]]:
+    """A built page's tables (folded ones too): each as its column headings and its rows' cell texts."""
+    import html as markup
+
+    def text(cell: str) -> str:
+        return markup.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+
+    out = []
+    for table in re.findall(r"<table\b.*?</table>", page.read_text(encoding="utf-8"), re.S):
+        head = re.search(r"<thead>(.*?)</thead>", table, re.S)
+        heads = [text(c) for c in re.findall(r"<th\b[^>]*>(.*?)</th>", head[1] if head else "", re.S)]
+        body = re.search(r"<tbody>(.*?)</tbody>", table, re.S)
+        rows = [
+            [text(c) for c in re.findall(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", row, re.S)]
+            for row in re.findall(r"<tr\b.*?</tr>", body[1] if body else "", re.S)
+        ]
+        out.append((heads, rows))
+    return out
+
+
+@pytest.mark.slow
+def test_no_table_shows_a_raw_python_value_or_a_count_as_a_float(built_book):
+    """Cells as readers write them: yes/no, `3` epochs, a dash for nothing; never `None`, `True`/`False`, `nan`, or a
+    count such as epochs or seeds written `3.0` (`reporting.folding.readable`)."""
+    from adaptstudy.reporting.folding import is_count
+
+    found = []
+    for page in sorted((built_book / "generated").glob("*.html")):
+        for heads, rows in _tables(page):
+            for row in rows:
+                named = zip(heads[-len(row) :], row) if len(heads) >= len(row) else zip([""] * len(row), row)
+                found += [
+                    f"{page.stem}: {head!r} = {cell!r}"
+                    for head, cell in named
+                    if cell in RAW or (re.fullmatch(r"-?\d+\.0", cell) and is_count(head))
+                ]
+    assert not found, "\n".join(sorted(set(found)))
+
+
 def _visible_text(page: Path) -> str:
     """A built page's text as a reader sees it: scripts, styles and tags removed."""
     html = page.read_text(encoding="utf-8")
