@@ -68,7 +68,7 @@ def folded(summary: str, table) -> Html:
 
 
 # Columns that count (a float column of whole numbers among them is shown as whole numbers: `3` epochs, not `3.0`).
-COUNT_WORDS = ("epochs", "seeds", "runs", "tasks", "cells", "k", "steps", "workers", "threads", "examples", "layers")
+COUNT_WORDS = ("epochs", "seeds", "runs", "tasks", "cells", "k", "steps", "workers", "threads", "layers")
 
 
 def is_count(column: str) -> bool:
