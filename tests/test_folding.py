@@ -23,7 +23,11 @@ def test_cells_are_written_as_readers_write_them():
     ]
     assert is_count("epochs") and is_count("seeds per arm") and is_count("tasks learned (seed 0)")
     assert not is_count("examples/s") and not is_count("accuracy") and not is_count("seed 3")
-    assert not is_count("examples_per_s") and not is_count("average (tasks run)") and not is_count("Table 1's total (its 9 tasks)")
+    assert (
+        not is_count("examples_per_s")
+        and not is_count("average (tasks run)")
+        and not is_count("Table 1's total (its 9 tasks)")
+    )
 
 
 def test_readable_turns_booleans_and_whole_counts_but_keeps_scores_and_formats():

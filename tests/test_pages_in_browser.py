@@ -195,6 +195,23 @@ def test_at_1400_px_no_table_or_output_scrolls_sideways(built_book, browser):
 
 
 @pytest.mark.slow
+def test_a_notebook_page_opens_its_contents_from_the_header_at_1400_px(built_book, browser):
+    """The page's contents, which give their sidebar's width to the tables on a laptop screen, open from the article
+    header's list button (book/_static/page-contents.js)."""
+    page = _new_page(browser)
+    page.goto((built_book / "generated" / "06_analysis_houlsby.html").as_uri(), wait_until="load")
+    assert not page.locator("div.bd-sidebar-secondary").is_visible()
+    page.locator(".bd-header-article button.secondary-toggle").click()
+    page.wait_for_timeout(300)
+    shown = page.evaluate(
+        "() => [...document.querySelectorAll('#pst-secondary-sidebar-modal[open] nav a')]"
+        ".filter((a) => a.getBoundingClientRect().width > 0).map((a) => a.textContent.trim())"
+    )
+    page.close()
+    assert any(text.startswith("Table 1") for text in shown), shown
+
+
+@pytest.mark.slow
 def test_houlsbys_table_1_fits_one_screen_at_1400_px(built_book, browser):
     """Table 1, the chapter's reason to exist, on our backbone and at base size: all its columns and rows within one
     1,400 × 900 screen once scrolled to, without scrolling inside its box."""
