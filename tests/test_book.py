@@ -52,6 +52,18 @@ def test_a_page_of_the_book_imports_no_training_or_data_library(page):
     assert out.stdout.split() == []
 
 
+@pytest.mark.parametrize("page", book_pages())
+def test_a_page_of_the_book_shows_its_readers_no_code(page):
+    """A published report shows what the code found, not the code: every code cell of a page is hidden behind a
+    toggle or removed (the Colab link opens the notebook with its code)."""
+    shown = [
+        c.source.split("\n")[0]
+        for c in nbformat.read(ROOT / "notebooks" / f"{page}.ipynb", as_version=4).cells
+        if c.cell_type == "code" and not {"hide-input", "remove-input", "remove-cell"} & set(c.metadata.get("tags", []))
+    ]
+    assert not shown, shown
+
+
 @pytest.mark.slow
 def test_make_book_builds_with_an_empty_data_folder(built_book):
     assert (built_book / "index.html").is_file()
