@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from adaptstudy.reporting.folding import cell_text, folded, glance_table, is_count, readable
+from adaptstudy.reporting.folding import cell_text, folded, glance_table, is_count, readable, short_number
 from adaptstudy.reporting.verdict_tables import GLANCE_COLUMNS, styled
 
 
@@ -68,3 +68,20 @@ def test_a_listing_folds_under_its_summary_line():
     html = folded("Every run resumed (2)", listing.style.hide(axis="index"))._repr_html_()
     assert html.startswith('<details class="folded"><summary>Every run resumed (2)</summary>') and "r2" in html
     assert "object at 0x" not in repr(folded("x", listing))
+
+
+def test_numbers_are_written_short_as_readers_write_them():
+    assert [short_number(v) for v in (5e-05, 3e-4, 0.0003, 1e-06, 3.0, 20, 2.5e10, math.nan, None, "–")] == [
+        "5e-5",
+        "0.0003",
+        "0.0003",
+        "1e-6",
+        "3",
+        "20",
+        "2.5e10",
+        "–",
+        "–",
+        "–",
+    ]
+    html = readable(pd.DataFrame({"learning_rate": [5e-05, 1e-3]})).style.format({"learning_rate": short_number})
+    assert ">5e-5<" in html.to_html() and "e-05" not in html.to_html()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 
 import pandas as pd
@@ -94,3 +95,12 @@ def readable(table: pd.DataFrame) -> pd.DataFrame:
         elif pd.api.types.is_string_dtype(values) and len(present) and present.map(lambda v: isinstance(v, str)).all():
             out[column] = values.where(values.notna(), "–")
     return out
+
+
+def short_number(value) -> str:
+    """A number as a reader writes it: `5e-5`, not Python's `5e-05`; `3`, `0.0003`, `0.01`; a dash for nothing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
+        return "–"
+    if isinstance(value, str):
+        return value
+    return re.sub(r"e([+-])0*(\d)", lambda m: f"e{'-' if m[1] == '-' else ''}{m[2]}", f"{value:g}")

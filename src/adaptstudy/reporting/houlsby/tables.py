@@ -15,6 +15,7 @@ from adaptstudy.claims.baselines import FLAG_NOTE, constants_by_task, flag_runs,
 from adaptstudy.claims.evidence import MIN_SEEDS
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
 from adaptstudy.reporting.costs import partly_timed
+from adaptstudy.reporting.folding import short_number
 from adaptstudy.reporting.houlsby.choices import (
     KEYS,
     SIZE_TIE_RULE,
@@ -118,8 +119,8 @@ def pending_note(runs: pd.DataFrame) -> str:
     and stage 2 is generated only once it is complete, so until then a moved choice leaves its cells empty."""
     counts = reported_at_chosen_rates(runs).groupby(KEYS).size()
     short = [
-        f"{r.task} {r.label} ({r.epochs:g} epochs at {r.learning_rate:g}: {counts.get((r.task, r.label), 0)} "
-        f"reported seeds)"
+        f"{r.task} {r.label} ({r.epochs:g} epochs at {short_number(r.learning_rate)}: "
+        f"{counts.get((r.task, r.label), 0)} reported seeds)"
         for r in chosen_learning_rates(runs).itertuples()
         if counts.get((r.task, r.label), 0) < MIN_SEEDS
     ]

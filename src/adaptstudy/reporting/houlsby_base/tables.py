@@ -11,6 +11,7 @@ import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
+from adaptstudy.reporting.folding import short_number
 from adaptstudy.reporting.published import HOULSBY_2019, HOULSBY_COURSE, HOULSBY_TABLE1_PARAMS, published_frame
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates, grid_edge_note
 
@@ -45,7 +46,7 @@ def choices_note(runs: pd.DataFrame) -> str:
         (runs["seed"] == SELECTION_SEED) & runs["record"].map(lambda r: bool(r.get("constant_predictions")))
     ]
     collapsed = ", ".join(
-        f"{row.label} at {row.rate:g} on {row.task.upper()} ({row.backbone})"
+        f"{row.label} at {short_number(row.rate)} on {row.task.upper()} ({row.backbone})"
         for row in constant.assign(rate=config_column(constant, "learning_rate")).itertuples()
     )
     return " ".join(
