@@ -114,8 +114,8 @@ def _tables(page: Path) -> list[tuple[list[str], list[list[str]]]]:
 
 @pytest.mark.slow
 def test_no_table_shows_a_raw_python_value_or_a_count_as_a_float(built_book):
-    """Cells as readers write them: yes/no, `3` epochs, a dash for nothing; never `None`, `True`/`False`, `nan`, or a
-    count such as epochs or seeds written `3.0` (`reporting.folding.readable`)."""
+    """Cells as readers write them: yes/no, `3` epochs, `5e-5`, a dash for nothing; never `None`, `True`/`False`,
+    `nan`, `5e-05`, or a count such as epochs or seeds written `3.0` (`reporting.folding.readable`, `short_number`)."""
     from adaptstudy.reporting.folding import is_count
 
     found = []
@@ -126,7 +126,9 @@ def test_no_table_shows_a_raw_python_value_or_a_count_as_a_float(built_book):
                 found += [
                     f"{page.stem}: {head!r} = {cell!r}"
                     for head, cell in named
-                    if cell in RAW or (re.fullmatch(r"-?\d+\.0", cell) and is_count(head))
+                    if cell in RAW
+                    or re.fullmatch(r"-?\d+(\.\d+)?e[+-]0\d", cell)  # Python's 5e-05 for a reader's 5e-5
+                    or (re.fullmatch(r"-?\d+\.0", cell) and is_count(head))
                 ]
     assert not found, "\n".join(sorted(set(found)))
 
