@@ -9,8 +9,11 @@ ADAPTSTUDY_DATA ?= $(abspath ../shared/data)
 export ADAPTSTUDY_DATA
 PAPERMILL := $(BIN)/papermill --log-level WARNING
 STAMP := $(VENV)/.installed
+# The extras `make setup` installs: the checks workflow adds `workflows` (actionlint, whose wheel fetches its binary
+# from the release page: it installs on a GitHub runner, not on a machine that reaches only package registries).
+EXTRAS ?= dev
 
-.PHONY: FORCE setup allocator lint test test-fast smoke book colab benchmark reproduce reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across campaign clean
+.PHONY: FORCE setup allocator lint test test-fast test-without-data smoke book publish colab benchmark reproduce reproduce-foundation reproduce-houlsby reproduce-peft reproduce-dsp reproduce-across campaign clean
 
 setup: $(STAMP) allocator
 
@@ -28,7 +31,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 > /dev/null
 	touch $(STAMP)
 
@@ -44,6 +47,13 @@ test: setup
 # The suite without the tests marked slow (those that train a model for more than about 20 s).
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The tests that read no data mirror, for a machine without one (the checks workflow on a runner that has none):
+# the book's build and its pages in the browser, the workflows, the code's contracts, the reports on committed records.
+NO_DATA_TESTS = allocator base_size_report book chapters committed_grids contracts efficiency evidence \
+	pages_in_browser reader_text readme refactor workflows
+test-without-data: setup
+	$(BIN)/python -m pytest -q $(NO_DATA_TESTS:%=tests/test_%.py)
 
 # Every notebook on smoke parameters (what the end-to-end tests also do): the training notebooks, then every page of
 # the book (book/_toc.yml), on the committed results.
@@ -135,6 +145,11 @@ book/generated/%.ipynb: notebooks/%.ipynb FORCE
 	$(PAPERMILL) $< $@
 
 FORCE:
+
+# The built book on the gh-pages branch, pushed to origin, for those who publish by hand (the book workflow deploys
+# it on every push to main); -n writes .nojekyll, so that Pages serves the theme's _static/ folder.
+publish: book
+	$(BIN)/ghp-import -n -p -f book/_build/html
 
 # Every notebook's Colab cell and badge and the README's Colab links, from pyproject.toml's [project.urls] Repository.
 colab: setup

@@ -52,6 +52,18 @@ def test_a_page_of_the_book_imports_no_training_or_data_library(page):
     assert out.stdout.split() == []
 
 
+@pytest.mark.parametrize("page", book_pages())
+def test_a_page_of_the_book_shows_its_readers_no_code(page):
+    """A published report shows what the code found, not the code: every code cell of a page is hidden behind a
+    toggle or removed (the Colab link opens the notebook with its code)."""
+    shown = [
+        c.source.split("\n")[0]
+        for c in nbformat.read(ROOT / "notebooks" / f"{page}.ipynb", as_version=4).cells
+        if c.cell_type == "code" and not {"hide-input", "remove-input", "remove-cell"} & set(c.metadata.get("tags", []))
+    ]
+    assert not shown, shown
+
+
 @pytest.mark.slow
 def test_make_book_builds_with_an_empty_data_folder(built_book):
     assert (built_book / "index.html").is_file()
@@ -60,6 +72,65 @@ def test_make_book_builds_with_an_empty_data_folder(built_book):
     git = ROOT if (ROOT / ".git").exists() else None
     found = {p.name: refs for p in pages if (refs := development_references(_visible_text(p), git))}
     assert len(pages) >= 7 and not found, found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", book_pages())
+def test_every_notebook_page_opens_its_own_notebook_in_colab_and_links_the_repository(built_book, page):
+    """The theme's launch button, as the reader clicks it, opens notebooks/<page>.ipynb (the page is an executed copy
+    in book/generated/, which the repository does not hold), and the repository button links pyproject's address."""
+    from adaptstudy.launch.colab import colab_url, repository_url
+
+    html = (built_book / "generated" / f"{page}.html").read_text(encoding="utf-8")
+    links = re.findall(r'<a\b[^>]*href="([^"]+)"[^>]*>', html)
+    launch = [h for h in re.findall(r'<a href="([^"]+)"[^>]*class="btn btn-sm dropdown-item"', html) if "colab" in h]
+    assert launch == [colab_url(page)], launch  # the header's launch button
+    assert repository_url() in links
+    assert not [h for h in links if "/generated/" in h and h.startswith("https://")]
+
+
+RAW = {"None", "True", "False", "nan", "NaN", "<NA>"}
+
+
+def _tables(page: Path) -> list[tuple[list[str], list[list[str]]]]:
+    """A built page's tables (folded ones too): each as its column headings and its rows' cell texts."""
+    import html as markup
+
+    def text(cell: str) -> str:
+        return markup.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+
+    out = []
+    for table in re.findall(r"<table\b.*?</table>", page.read_text(encoding="utf-8"), re.S):
+        head = re.search(r"<thead>(.*?)</thead>", table, re.S)
+        heads = [text(c) for c in re.findall(r"<th\b[^>]*>(.*?)</th>", head[1] if head else "", re.S)]
+        body = re.search(r"<tbody>(.*?)</tbody>", table, re.S)
+        rows = [
+            [text(c) for c in re.findall(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", row, re.S)]
+            for row in re.findall(r"<tr\b.*?</tr>", body[1] if body else "", re.S)
+        ]
+        out.append((heads, rows))
+    return out
+
+
+@pytest.mark.slow
+def test_no_table_shows_a_raw_python_value_or_a_count_as_a_float(built_book):
+    """Cells as readers write them: yes/no, `3` epochs, `5e-5`, a dash for nothing; never `None`, `True`/`False`,
+    `nan`, `5e-05`, or a count such as epochs or seeds written `3.0` (`reporting.folding.readable`, `short_number`)."""
+    from adaptstudy.reporting.folding import is_count
+
+    found = []
+    for page in sorted((built_book / "generated").glob("*.html")):
+        for heads, rows in _tables(page):
+            for row in rows:
+                named = zip(heads[-len(row) :], row) if len(heads) >= len(row) else zip([""] * len(row), row)
+                found += [
+                    f"{page.stem}: {head!r} = {cell!r}"
+                    for head, cell in named
+                    if cell in RAW
+                    or re.fullmatch(r"-?\d+(\.\d+)?e[+-]0\d", cell)  # Python's 5e-05 for a reader's 5e-5
+                    or (re.fullmatch(r"-?\d+\.0", cell) and is_count(head))
+                ]
+    assert not found, "\n".join(sorted(set(found)))
 
 
 def _visible_text(page: Path) -> str:

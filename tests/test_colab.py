@@ -11,6 +11,7 @@ import types
 from pathlib import Path
 
 import pytest
+import yaml
 
 from adaptstudy.launch import colab
 
@@ -72,7 +73,8 @@ def test_nothing_is_out_of_date():
 def _project_copy(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     shutil.copytree(ROOT / "notebooks", root / "notebooks")
-    for name in ("README.md", "pyproject.toml"):
+    for name in ("README.md", "pyproject.toml", "book/_config.yml"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, root / name)
     return root
 
@@ -102,6 +104,18 @@ def test_check_lists_what_is_out_of_date_and_make_colab_rewrites_it_idempotently
     assert REPOSITORY not in everything and OWNER_NAME + "/" not in everything
     assert everything.count("https://github.com/someone/fork") == len(before) - 1  # each cell, not the README
     assert "colab.research.google.com/github/someone/fork/blob/main/notebooks/04_finetune.ipynb" in everything
+    book = yaml.safe_load((root / "book" / "_config.yml").read_text(encoding="utf-8"))  # the book's buttons follow
+    assert book["repository"]["url"] == "https://github.com/someone/fork"
+
+
+def test_the_books_repository_is_pyprojects_and_its_launch_buttons_open_the_notebooks_folder():
+    book = yaml.safe_load((ROOT / "book" / "_config.yml").read_text(encoding="utf-8"))
+    assert book["repository"] == {"url": REPOSITORY, "path_to_book": "book", "branch": colab.BRANCH}
+    assert book["html"]["use_repository_button"] and book["launch_buttons"]["colab_url"]
+    assert colab.notebook_url("generated/06_analysis_houlsby") == link("06_analysis_houlsby")
+    assert colab.notebook_url("guides/claims") is None and colab.notebook_url("intro") is None
+    with pytest.raises(ValueError, match="no `repository:` block"):
+        colab.update_book_config("title: x\n")
 
 
 def test_a_notebook_as_committed_is_rewritten_byte_for_byte(tmp_path):

@@ -67,13 +67,41 @@ def test_the_readme_example_is_run_by_the_guides():
     assert commands and not [c for c in commands if c not in ran]
 
 
+# `/tmp/` where the guide writes it: a path of its own, not the tail of a longer one (a clone under /tmp, say)
+GUIDE_TMP = re.compile(r"(?<![\w./~-])/tmp/")
+
+
+def as_run_here(code: str, bin_dir: Path, scratch: Path, data: str) -> str:
+    """A guide's block with the places it names moved to this test's: the guide's own `/tmp/` to `scratch`, then
+    `.venv/bin/` to `bin_dir` and the data mirror to `data`. The guide's paths are rewritten before any of ours is put
+    in, and only where the guide wrote them, so a clone, a venv or a mirror under /tmp keeps its path."""
+    script = GUIDE_TMP.sub(f"{scratch}/", code)
+    script = re.sub(r"(?<![\w./-])\.venv/bin/", f"{bin_dir}/", script)
+    return script.replace("ADAPTSTUDY_DATA=../shared/data", f"ADAPTSTUDY_DATA={data}")
+
+
+def test_a_guide_s_paths_are_moved_where_a_clone_under_tmp_runs_them():
+    code = (
+        ".venv/bin/papermill nb.ipynb out.ipynb -p results_dir /tmp/r\n"
+        "ADAPTSTUDY_DATA=../shared/data .venv/bin/python -m adaptstudy.sweep grid.yaml --results-dir=/tmp/s\n"
+        "ls /tmp/s /var/tmp/x a/tmp/b"
+    )
+    bin_dir, scratch = Path("/tmp/clone/.venv/bin"), Path("/tmp/pytest-7/test0/scratch")
+    assert as_run_here(code, bin_dir, scratch, "/tmp/mirror").splitlines() == [
+        "/tmp/clone/.venv/bin/papermill nb.ipynb out.ipynb -p results_dir /tmp/pytest-7/test0/scratch/r",
+        "ADAPTSTUDY_DATA=/tmp/mirror /tmp/clone/.venv/bin/python -m adaptstudy.sweep grid.yaml"
+        " --results-dir=/tmp/pytest-7/test0/scratch/s",
+        "ls /tmp/pytest-7/test0/scratch/s /var/tmp/x a/tmp/b",
+    ]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("guide", [g for g in GUIDES if "<!-- run -->" in g.read_text()], ids=lambda p: p.name)
 def test_a_guide_s_commands_run_as_written(guide, tmp_path):
     """In a fresh folder holding the project's notebooks, grids and records (as a clone has them), each block marked
     to run runs with bash and exits 0, after the files the guide writes; an output block is what its run printed.
     Only where things live differs: `.venv/bin/` is this interpreter's, `/tmp/` the test's folder, and the data
-    mirror the one the tests read."""
+    mirror the one the tests read (`as_run_here`: wherever the clone is, /tmp included)."""
     for name in ("notebooks", "params", "results", "src"):
         (tmp_path / name).symlink_to(PROJECT_ROOT / name)
     bin_dir = Path(sys.executable).parent
@@ -83,10 +111,7 @@ def test_a_guide_s_commands_run_as_written(guide, tmp_path):
         if marker.startswith("file: "):
             (tmp_path / marker.removeprefix("file: ")).write_text(code, encoding="utf-8")
         elif marker == "run":
-            script = code.replace(".venv/bin/", f"{bin_dir}/").replace("/tmp/", f"{tmp_path}/scratch/")
-            script = script.replace(
-                "ADAPTSTUDY_DATA=../shared/data", f"ADAPTSTUDY_DATA={os.environ['ADAPTSTUDY_DATA']}"
-            )
+            script = as_run_here(code, bin_dir, tmp_path / "scratch", os.environ["ADAPTSTUDY_DATA"])
             done = subprocess.run(
                 ["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
             )

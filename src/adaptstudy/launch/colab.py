@@ -3,9 +3,10 @@
 The repository's address is set once, in pyproject.toml's `[project.urls] Repository`. From it this module writes
 (`python -m adaptstudy.launch.colab`, or `make colab`) each notebook's first code cell, which installs the project
 when the notebook runs in Colab and does nothing elsewhere, the badge in each notebook's first Markdown cell (the
-book's pages are the executed notebooks, so they carry it too), and the table of links in the README. Written by
-hand, the twelve copies would drift from the setting and from each other; `--check` lists what is out of date (a
-test runs it). Rewriting is idempotent and leaves the rest of each file byte for byte as it was.
+book's pages are the executed notebooks, so they carry it too), the table of links in the README, and the book's
+repository address (book/_config.yml: its repository button, and the launch button that `notebook_url` points at the
+page's notebook). Written by hand, the copies would drift from the setting and from each other; `--check` lists what
+is out of date (a test runs it). Rewriting is idempotent and leaves the rest of each file byte for byte as it was.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ CLONE_TO = "/content/adaptstudy"  # where the cell clones the project in Colab (
 TAG = "colab"  # the cell's tag; "remove-cell" keeps it off the book's pages, which carry the badge instead
 CELL_ID = "colab-setup"
 README_START, README_END = "<!-- colab-links:start -->", "<!-- colab-links:end -->"
+BOOK_CONFIG = Path("book") / "_config.yml"
+GENERATED = "generated/"  # the book's notebook pages: executed copies of notebooks/<page>.ipynb (`make book`)
+# The `url:` line of book/_config.yml's `repository:` block (Jupyter Book's repository button and launch buttons).
+BOOK_REPOSITORY = re.compile(r"^(repository:[ \t]*\n(?:[ \t]+.*\n)*?[ \t]+url:[ \t]*)(\S*)(.*)$", re.M)
 
 # The cell: plain Python (no shell magics, so ruff and a plain interpreter read it) that leaves no name behind: a
 # notebook reads its settings from its global names (`adaptstudy.launch.notebook`), so none may come from here.
@@ -85,6 +90,17 @@ def github_repo(url: str) -> str:
 def colab_url(name: str, repository: str | None = None) -> str:
     """The "Open in Colab" address of `notebooks/<name>.ipynb` on the main branch."""
     return f"{COLAB}/{github_repo(repository or repository_url())}/blob/{BRANCH}/notebooks/{name}.ipynb"
+
+
+def notebook_url(pagename: str, repository: str | None = None) -> str | None:
+    """The Colab address of the notebook a book page was executed from, or None for a page that is no notebook's.
+
+    The book renders copies executed into book/generated/, which the repository does not hold: the theme's launch
+    button, built from the page's path, would open a file that does not exist, so the book's `notebook_links`
+    extension points it here instead, at notebooks/<page>.ipynb."""
+    if not pagename.startswith(GENERATED):
+        return None
+    return colab_url(pagename.removeprefix(GENERATED), repository)
 
 
 def badge(name: str, repository: str | None = None) -> str:
@@ -159,6 +175,13 @@ def update_readme(text: str, names: list[str], repository: str | None = None) ->
     return f"{text[: start + len(README_START)]}\n{table}\n{text[end:]}"
 
 
+def update_book_config(text: str, repository: str | None = None) -> str:
+    """book/_config.yml with its `repository: url:` set to the repository's address, the rest byte for byte."""
+    if not BOOK_REPOSITORY.search(text):
+        raise ValueError(f"{BOOK_CONFIG}: no `repository:` block with a `url:` to set")
+    return BOOK_REPOSITORY.sub(lambda m: f"{m[1]}{repository or repository_url()}{m[3]}", text, count=1)
+
+
 def dump(notebook: dict[str, Any]) -> str:
     """A notebook as the repository stores it: JSON indented by 1, keys in their order, a trailing newline."""
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
@@ -169,13 +192,16 @@ def notebooks(root: Path = PROJECT_ROOT) -> list[Path]:
 
 
 def sync(root: Path = PROJECT_ROOT, check: bool = False, repository: str | None = None) -> list[str]:
-    """Bring every notebook's Colab cell and badge and the README's links up to date (with `check`, only list
-    what is not); returns the files that were (or would be) changed, relative to `root`."""
+    """Bring every notebook's Colab cell and badge, the README's links and the book's repository up to date (with
+    `check`, only list what is not); returns the files that were (or would be) changed, relative to `root`."""
     repository = repository or repository_url(root)
     paths = notebooks(root)
     wanted = {p: dump(update_notebook(json.loads(p.read_text(encoding="utf-8")), p.stem, repository)) for p in paths}
     readme = root / "README.md"
     wanted[readme] = update_readme(readme.read_text(encoding="utf-8"), [p.stem for p in paths], repository)
+    book_config = root / BOOK_CONFIG
+    if book_config.is_file():  # a copy of the notebooks alone has no book
+        wanted[book_config] = update_book_config(book_config.read_text(encoding="utf-8"), repository)
     changed = [p for p, text in wanted.items() if p.read_text(encoding="utf-8") != text]
     if not check:
         for path in changed:

@@ -9,6 +9,7 @@ import seaborn as sns
 
 from adaptstudy.claims.evidence import Arm, Rule, contrast, judge
 from adaptstudy.reporting.common import config_column, method_label
+from adaptstudy.reporting.folding import readable
 from adaptstudy.reporting.published import published_frame
 
 
@@ -54,18 +55,26 @@ def compare_with_published(runs: pd.DataFrame, paper: str, tasks=None, methods=N
     return table.sort_values(["task", "method"]).reset_index(drop=True)
 
 
-COST_COLUMNS = ["train_examples", "epochs", "train_runtime_s", "train_examples_per_s", "trainable_pct", "peak_rss_mb"]
+COST_HEADINGS = {  # the cost columns as the book heads them
+    "train_examples": "train examples",
+    "epochs": "epochs",
+    "train_runtime_s": "train s",
+    "train_examples_per_s": "examples/s",
+    "trainable_pct": "trained %",
+    "peak_rss_mb": "peak MB",
+}
 
 
 def display_table(table: pd.DataFrame):
-    """The comparison table rounded for reading (a pandas Styler, rendered in the book)."""
-    shown = table.rename(columns={"ours_mean": "ours", "ours_std": "ours sd"})
-    cols = ["task", "method", "metric", "published", "ours", "ours sd", "runs", "difference", *COST_COLUMNS]
-    cols = [c for c in cols if c in shown.columns]
+    """The comparison table rounded for reading (a pandas Styler, rendered in the book), its cost columns headed in
+    words that wrap (`train s`, not `train_runtime_s`) and its counts whole (`readable`), so it fits the column."""
+    shown = readable(table.rename(columns={"ours_mean": "ours", "ours_std": "ours sd", **COST_HEADINGS}))
+    cols = ["task", "method", "metric", "published", "ours", "ours sd", "runs", "difference"]
+    cols = [c for c in [*cols, *COST_HEADINGS.values()] if c in shown.columns]
     return (
         shown[cols]
         .style.format(  # one call: a second would reset the other columns to six decimals
-            {"train_examples_per_s": "{:.1f}", "trainable_pct": "{:.2f}", "peak_rss_mb": "{:.0f}", "runs": "{:.0f}"},
+            {"examples/s": "{:.1f}", "trained %": "{:.2f}", "peak MB": "{:.0f}", "runs": "{:.0f}"},
             precision=1,
             na_rep="–",
         )

@@ -9,6 +9,7 @@ import pandas as pd
 
 from adaptstudy.reporting.common import SELECTION_SEED, config_column
 from adaptstudy.reporting.costs import machine_label
+from adaptstudy.reporting.folding import short_number
 
 
 def grid_edge_note(chosen: pd.DataFrame, name, listed: int = 8) -> str:
@@ -99,7 +100,7 @@ def choose_learning_rates(grid: pd.DataFrame, keys: list[str], score: str | None
         best = ordered.loc[ordered[score].idxmax()]
         several = group["_epochs"].nunique() > 1
         tried = sorted(zip(group["config.learning_rate"], group["_epochs"], group[score]))
-        rates = ", ".join(f"{lr:g}{f' × {ep:g} ep' if several else ''}: {v:.1f}" for lr, ep, v in tried)
+        rates = ", ".join(f"{short_number(lr)}{f' × {ep:g} ep' if several else ''}: {v:.1f}" for lr, ep, v in tried)
         same_epochs = group[group["_epochs"] == best["_epochs"]] if several else group
         rows.append(
             {

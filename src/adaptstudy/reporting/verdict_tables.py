@@ -12,6 +12,7 @@ from adaptstudy.claims.catalog import Claim
 from adaptstudy.claims.evidence import VERDICTS
 from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.reporting.findings import declared
+from adaptstudy.reporting.folding import Html, glance_table
 
 VERDICT_COLUMNS = [
     "claim",
@@ -28,6 +29,8 @@ VERDICT_COLUMNS = [
     "where",
     "paper reports",
 ]
+
+GLANCE_COLUMNS = ("claim", "verdict", "ours: effect [95% CI]", "paper reports", "rule")  # the rest fold (`styled`)
 
 
 def verdict_table(verdicts: Sequence[Verdict], finished: pd.Series | None = None) -> pd.DataFrame:
@@ -158,14 +161,10 @@ PROTOCOL = (
     "nothing counts with its score, and *rests on* names how many each verdict counted. Runs of the seed that chose a "
     "setting never report."
 )
-TEXT_COLUMNS = ("claim", "paper reports", "ours: effect [95% CI]", "rules out", "interval", "rule", "why", "rests on")
 
 
-def styled(table: pd.DataFrame):
-    """A verdict table for the book: long text wraps in its columns (the book keeps other cells on one line)."""
-    wrap = [c for c in TEXT_COLUMNS if c in table.columns]
-    return (
-        table.style.hide(axis="index")
-        .set_properties(subset=wrap, **{"white-space": "normal", "min-width": "14em", "max-width": "28em"})
-        .set_properties(subset=["verdict"], **{"font-weight": "bold"})
-    )
+def styled(table: pd.DataFrame) -> Html:
+    """A verdict table for the book: the claim, its verdict, our effect, the paper's figure and the rule side by side,
+    the rest of each row (what the interval rules out, the power, the seeds, why, ...) folded under its claim, so the
+    table fits the page's column at 1,400 px instead of scrolling across a dozen columns."""
+    return glance_table(table, GLANCE_COLUMNS, css="verdict-table")

@@ -18,6 +18,7 @@ import pandas as pd
 
 from adaptstudy.claims.declarations import load_declaration
 from adaptstudy.reporting.common import SELECTION_SEED, config_column
+from adaptstudy.reporting.folding import short_number
 from adaptstudy.reporting.resumed import as_resumed
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates
 from adaptstudy.runs.records import made_at
@@ -45,15 +46,18 @@ EXTEND_ORDER = ("full", "houlsby-64", "houlsby-8", "houlsby-256", "top_k", "laye
 
 
 def limits_hit(runs: pd.DataFrame) -> list[str]:
-    """The parity arms' edge choices that a rate limit keeps from extending further ('cola full: 1e-06 (smallest
+    """The parity arms' edge choices that a rate limit keeps from extending further ('cola full: 1e-6 (smallest
     tried, at the limit)'), in order."""
-    return [f"{r.task} {r.label}: {r.learning_rate:g} ({r.edge} tried, at the limit)" for r in _edges(runs, True)]
+    return [
+        f"{r.task} {r.label}: {short_number(r.learning_rate)} ({r.edge} tried, at the limit)"
+        for r in _edges(runs, True)
+    ]
 
 
 def not_extended(runs: pd.DataFrame) -> list[str]:
     """The other arms' edge choices, which the extended selection's budget leaves unextended (it spends on the parity
     arms first): lower bounds of what a wider grid would choose."""
-    return [f"{r.task} {r.label}: {r.learning_rate:g} ({r.edge} tried)" for r in _edges(runs, False)]
+    return [f"{r.task} {r.label}: {short_number(r.learning_rate)} ({r.edge} tried)" for r in _edges(runs, False)]
 
 
 def _edges(runs: pd.DataFrame, parity: bool) -> list:

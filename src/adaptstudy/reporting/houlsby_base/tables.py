@@ -11,6 +11,7 @@ import pandas as pd
 
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.common import SELECTION_SEED, config_column, format_mean_sd, reported
+from adaptstudy.reporting.folding import short_number
 from adaptstudy.reporting.published import HOULSBY_2019, HOULSBY_COURSE, HOULSBY_TABLE1_PARAMS, published_frame
 from adaptstudy.reporting.selection import at_learning_rates, choose_learning_rates, grid_edge_note
 
@@ -45,7 +46,7 @@ def choices_note(runs: pd.DataFrame) -> str:
         (runs["seed"] == SELECTION_SEED) & runs["record"].map(lambda r: bool(r.get("constant_predictions")))
     ]
     collapsed = ", ".join(
-        f"{row.label} at {row.rate:g} on {row.task.upper()} ({row.backbone})"
+        f"{row.label} at {short_number(row.rate)} on {row.task.upper()} ({row.backbone})"
         for row in constant.assign(rate=config_column(constant, "learning_rate")).itertuples()
     )
     return " ".join(
@@ -94,7 +95,6 @@ def ablation_records(runs: pd.DataFrame, backbone: str = "mpnet-base") -> dict[s
     return {task: records for task, records in sorted(by_task.items()) if records}
 
 
-NAMES = {"mpnet-base": "MPNet, mpnet-base", "minilm-l3": "minilm-l3"}
 TASK_ORDER = ("cola", "sst2", "mrpc", "stsb", "rte")  # Table 1's order
 TOTAL = "Table 1's total (its 9 tasks)"
 TASK_NAMES = {"cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "stsb": "STS-B", "rte": "RTE"}
@@ -129,7 +129,8 @@ def table_1(runs: pd.DataFrame, backbone: str = "mpnet-base") -> pd.DataFrame:
     """Table 1 at this backbone's size: our rows (full fine-tuning and size-64 adapters, mean ± sd over the reported
     seeds at the chosen rates, dev sets; '–' where not run), the course reproduction's rows (BERT-base, dev
     accuracy, MRPC and CoLA) and the paper's (BERT-large, GLUE test), with each row's average over the tasks we ran
-    and the paper's own total over its nine tasks."""
+    and the paper's own total over its nine tasks. Its sources read 'ours', 'course' and 'paper': the page says
+    once, above the table, which backbone and split each stands for."""
     ours = at_chosen_rates(runs, backbone) if not runs.empty else runs
     means: dict[str, dict[str, float]] = {}
     rows = []
@@ -138,17 +139,17 @@ def table_1(runs: pd.DataFrame, backbone: str = "mpnet-base") -> pd.DataFrame:
         by_task = cells.groupby("task")["main_metric_value"] if not cells.empty else {}
         means[label] = {t: float(v.mean()) for t, v in by_task} if len(cells) else {}
         text = {t: format_mean_sd(v.mean(), v.std(ddof=1), len(v)) for t, v in by_task} if len(cells) else {}
-        rows.append({"source": f"ours ({NAMES[backbone]}, dev)", "method": label, **text})
+        rows.append({"source": "ours", "method": label, **text})
     ran = [t for t in TASK_ORDER if all(t in m for m in means.values())]
     for row, label in zip(rows, ("full", "houlsby-64")):
         row["average (tasks run)"] = f"{np.mean([means[label][t] for t in ran]):.1f}" if ran else "–"
     course = published_frame(HOULSBY_COURSE).pivot(index="task", columns="method", values="value")
     for method, label in (("full", "full"), ("houlsby", "houlsby-64")):
         cells = {t: f"{course.loc[t, method]:.2f}" for t in course.index}
-        rows.append({"source": "course (BERT-base, dev accuracy)", "method": label, **cells})
+        rows.append({"source": "course", "method": label, **cells})
     paper = published_frame(HOULSBY_2019, "Table 1").pivot(index="task", columns="method", values="value")
     for label in ("full", "houlsby-64"):
-        row = {"source": "paper (BERT-large, GLUE test)", "method": label}
+        row = {"source": "paper", "method": label}
         row.update({t: f"{paper.loc[t, label]:.1f}" for t in TASK_ORDER})
         row["average (tasks run)"] = f"{paper.loc[ran, label].mean():.1f}" if ran else "–"
         rows.append({**row, TOTAL: f"{HOULSBY_TABLE1_PARAMS[label]['total']:.1f}"})

@@ -30,7 +30,7 @@ def search_table(runs: pd.DataFrame) -> pd.DataFrame:
     for (_, run), record in zip(runs.iterrows(), runs["record"]):
         row = {
             "label": run["label"],
-            "tasks": "+".join(run["tasks"]),
+            "tasks": ", ".join(run["tasks"]),  # a list that wraps in the book's column
             "cap": run["cap"],
             "validation": run["validation"],
         }
