@@ -232,3 +232,28 @@ def test_frozen_source_adapters_travel_with_the_project_and_one_changed_byte_sto
     )
     left_out = unaccepted(runs, since=pd.Timestamp(record["finished_at"]))
     assert list(left_out) == ["other"] and "another treatment" in left_out["other"]
+
+
+@pytest.mark.slow
+def test_a_grid_s_prerequisites_are_frozen_once_and_checked_after(fused, tmp_path, monkeypatch, capsys):
+    """`launch.freeze_prerequisites` freezes each source adapter a confirmatory grid's cells start from once (from
+    the cache where it is there), checks a frozen one against its hash the next time, and names a damaged one."""
+    import yaml
+
+    from adaptstudy.launch import freeze_prerequisites
+
+    root, config, _, _ = fused
+    monkeypatch.setattr(frozen_artifacts, "FROZEN", tmp_path / "frozen")
+    monkeypatch.setenv("ADAPTSTUDY_CACHE", str(root / "cache"))
+    monkeypatch.setattr(runner, "finetune", lambda *a, **k: pytest.fail("a cached source was trained again"))
+    grid = tmp_path / "grid.yaml"
+    fixed = {k: v for k, v in TINY.items() if k != "seed"}
+    grid.write_text(yaml.safe_dump({"study": "fusion", "fixed": fixed, "axes": {"seed": [4, 5]}}))
+    assert freeze_prerequisites.main([str(grid)]) == 0
+    frozen = frozen_artifacts.manifest()
+    assert len(frozen) == 2 and {e["study"] for e in frozen.values()} == {"fusion"}
+    assert "2 prerequisites frozen" in capsys.readouterr().out
+    assert freeze_prerequisites.main([str(grid)]) == 0 and frozen_artifacts.manifest() == frozen  # kept as they were
+    (tmp_path / "frozen" / next(iter(frozen)) / "adapter_config.json").write_text("{}")
+    assert freeze_prerequisites.main([str(grid)]) == 2
+    assert f"the frozen prerequisite {next(iter(frozen))}" in capsys.readouterr().err

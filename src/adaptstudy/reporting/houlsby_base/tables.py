@@ -97,6 +97,7 @@ def ablation_records(runs: pd.DataFrame, backbone: str = "mpnet-base") -> dict[s
 
 TASK_ORDER = ("cola", "sst2", "mrpc", "stsb", "rte")  # Table 1's order
 TOTAL = "Table 1's total (its 9 tasks)"
+BACKBONE_NAMES = {"mpnet-base": "MPNet, mpnet-base", "minilm-l3": "minilm-l3"}
 TASK_NAMES = {"cola": "CoLA", "sst2": "SST-2", "mrpc": "MRPC", "stsb": "STS-B", "rte": "RTE"}
 
 
@@ -114,7 +115,7 @@ def precision_note(runs: pd.DataFrame, backbone: str = "mpnet-base") -> str:
         seeds = mine.groupby("precision")["seed"].apply(lambda s: _seed_span(sorted(set(s))))
         said = seeds.index[0] if len(seeds) == 1 else ", ".join(f"{p} (seeds {span})" for p, span in seeds.items())
         parts.append(f"{TASK_NAMES[task]} {said}")
-    return f"Precision of the reported runs on {NAMES[backbone]}, both arms: " + "; ".join(parts) + "."
+    return f"Precision of the reported runs on {BACKBONE_NAMES[backbone]}, both arms: " + "; ".join(parts) + "."
 
 
 def _seed_span(seeds: list[int]) -> str:
