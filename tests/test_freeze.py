@@ -15,6 +15,7 @@ from adaptstudy.claims.evidence import Judgement
 from adaptstudy.claims.freeze import confirmatory_since, first_freeze, freeze, frozen_at
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.planning.power import MIN_SEEDS, claim_cells, one_evaluation_set, plan, seeds_needed
+from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.power_plan import why_unconfirmed
 
 REPORT = PROJECT_ROOT / "src" / "adaptstudy" / "reporting"  # the chapters, each with its claims.yaml
@@ -373,3 +374,27 @@ def test_a_later_plan_is_on_the_plan_s_page_with_the_machine_its_costs_were_meas
     assert why_unconfirmed("houlsby.parity", every_plan()).startswith("planned, not run yet: 3 fresh seeds per arm")
     cell = PlanCell("houlsby", "finetune", json.dumps({"task": "rte", "precision": "auto"}))
     assert json.loads(at_precision(cell, "fp32").settings) == {"task": "rte", "precision": "fp32"}
+
+
+def test_every_later_plan_was_committed_before_any_of_its_runs_finished():
+    """A plan written after its runs would be chosen by them: each later plan's commit precedes the first of its
+    runs' records (when each was first made)."""
+    import subprocess
+
+    from adaptstudy.reporting.power_plan import later_plans
+    from adaptstudy.runs.records import made_at
+
+    if not (PROJECT_ROOT / ".git").exists():
+        pytest.skip("needs the repository's history")
+    for folder in later_plans():
+        log = subprocess.run(
+            ["git", "log", "--diff-filter=A", "--format=%cI", "--", str(folder / "plan.csv")],
+            cwd=PROJECT_ROOT, capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+        assert log, f"{folder.name}: its plan is not committed"
+        committed = pd.Timestamp(log[-1])
+        ids = {i for f in folder.glob("*.run_ids") for i in f.read_text().split()}
+        runs = pd.concat([load_runs(p) for p in (PROJECT_ROOT / "results").iterdir() if p.is_dir()])
+        mine = runs[runs["run_id"].isin(ids)]
+        made = pd.to_datetime(made_at(mine), utc=True, format="ISO8601")
+        assert (made > committed).all(), f"{folder.name}: a run finished before the plan was committed"

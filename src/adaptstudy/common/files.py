@@ -22,21 +22,8 @@ MARKER = "adaptstudy.json"
 
 
 def write_json_atomic(data: Any, target: str | os.PathLike) -> Path:
-    """`data` as JSON at `target`, through a temporary file in the same folder, fsynced and renamed into place."""
-    target = Path(target)
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=".json", dir=target.parent)
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; a record is a normal, shareable file
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=True, allow_nan=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    """`data` as JSON at `target`, whole or not at all (`write_text_atomic`)."""
+    return write_text_atomic(json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n", target)
 
 
 def write_text_atomic(text: str, target: str | os.PathLike) -> Path:
