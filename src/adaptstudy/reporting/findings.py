@@ -150,8 +150,8 @@ def usual_backbones(judged: Sequence[Verdict], backbones: pd.Series | None) -> s
 
 def scale(judged: Sequence[Verdict], backbones: pd.Series, examples: pd.Series | None) -> str:
     """A source's scale in one line: each backbone we ran with its size and the source's model it stands in for
-    (`STAND_INS`), the backbone(s) a finding is on unless it names one, the training examples per task where the
-    records say, and the reported seeds per arm."""
+    (`STAND_INS`), the training examples per task where the records say (`examples`), and the reported seeds per
+    arm (the fewest and the most of any comparison)."""
     ids = sorted(set().union(*(v.run_ids for v in judged)))
     paper = judged[0].claim.paper
     ours = sorted(set(backbones.reindex(ids).dropna()), key=lambda b: (b.split(",")[0] != "MiniLM-L6", b))
