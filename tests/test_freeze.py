@@ -195,10 +195,10 @@ def test_a_claim_without_a_confirmatory_verdict_says_why_and_what_it_would_cost(
         "a.c": {"taken": "yes", "seeds per arm": 5, "CPU-hours": 0.4, "why": "decides it"},
     }
     assert why_unconfirmed("a.b", plan_rows) == (
-        "none: not bought (a reading only: deciding it takes 40 fresh seeds per arm, 3.2 CPU-hours)"
+        "not run on fresh seeds yet: not bought (needs about 40 seeds per arm, 3.2 CPU-hours)"
     )
     assert why_unconfirmed("a.c", plan_rows) == "planned, not run yet: 5 fresh seeds per arm, 0.4 CPU-hours"
-    assert why_unconfirmed("a.d", plan_rows) == "none: not in the confirmation plan"
+    assert why_unconfirmed("a.d", plan_rows) == "not run on fresh seeds yet: not in the confirmation plan"
 
 
 @pytest.mark.parametrize("path", DECLARATIONS, ids=lambda p: p.parent.name)
@@ -332,7 +332,9 @@ def test_a_claim_amended_after_its_freeze_says_its_fresh_seeds_were_spent():
 
     said = why_unconfirmed("hyperformer.few-shot", power_plan())
     assert said.startswith("none since its amendment of 6 December 2026, after its freeze")
-    assert why_unconfirmed("hyperformer.low-resource", power_plan()).startswith("none: not bought")
+    assert why_unconfirmed("hyperformer.low-resource", power_plan()).startswith(
+        "not run on fresh seeds yet: not bought"
+    )
 
 
 def test_the_freeze_command_refreezes_only_when_asked_and_names_the_records_that_stop_confirming(

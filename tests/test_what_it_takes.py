@@ -45,19 +45,19 @@ def test_the_findings_say_what_deciding_each_undecided_claim_would_take(committe
     decided = [v for v in verdicts if v.verdict in ("holds", "does not hold")]
     assert decided and all(what_it_takes(v) == "" for v in decided)
     # a claim the seeds leave undecided gets a number of seeds, and their cost at its runs' pace
-    by_seeds = [v for v in verdicts if what_it_takes(v).startswith("about ")]
+    by_seeds = [v for v in verdicts if what_it_takes(v).startswith("needs about ")]
     assert by_seeds
     card = scorecard(verdicts, seconds)
     card = card.set_index(card["claim"].map({claim_text(v.claim): v.claim.key for v in verdicts}))
     said = card.loc[by_seeds[0].claim.key, "to decide it"]
-    assert said.startswith("about ") and "CPU-hours more at its runs' pace" in said
+    assert said.startswith("needs about ") and "CPU-hours more at its runs' pace" in said
     undecided = [v.claim.key for v in verdicts if v.verdict == "inconclusive"]
     assert (card.loc[undecided, "to decide it"] != "–").all()
     assert (card.drop(index=undecided)["to decide it"] == "–").all()
     # a headline claim the seeds cannot decide says in one sentence what would, where its source's findings open
     page = findings_by_paper(verdicts)
     stuck = [k for k in headline_claims().values() if what_it_takes(by_key(verdicts)[k]).startswith("more seeds")]
-    assert stuck and page.count("No number of seeds decides it here: it needs more evaluation examples") == len(stuck)
+    assert stuck and page.count("Only more evaluation examples would decide it.") == len(stuck)
 
 
 def claim_text(claim) -> str:

@@ -6,6 +6,7 @@ seeds on the same examples do not shrink) is wider than that distance."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from scipy import stats
@@ -72,7 +73,7 @@ def deciding(v: Verdict) -> Deciding | None:
 
 
 def what_it_takes(v: Verdict, cpu_hours: float | None = None) -> str:
-    """For an inconclusive verdict: 'about 9 reported seeds per arm (now 3; about 4.1 CPU-hours more at its runs'
+    """For an inconclusive verdict: 'needs about 9 seeds per arm (now 3; about 4.1 CPU-hours more at its runs'
     pace)', or why seeds cannot decide it; '' for any other verdict (a not-testable one says what it lacks)."""
     d = deciding(v)
     if d is None:
@@ -88,4 +89,24 @@ def what_it_takes(v: Verdict, cpu_hours: float | None = None) -> str:
     cost = ""
     if cpu_hours and d.now:
         cost = f"; about {cpu_hours * (d.seeds - d.now) / d.now:.1f} CPU-hours more at its runs' pace"
-    return f"about {d.seeds} reported seeds per arm (now {d.now}{cost}), if the true effect is ours"
+    return f"needs about {d.seeds} seeds per arm (now {d.now}{cost}), if the true effect is ours"
+
+
+_GATE = re.compile(r"judged only where (\S+) holds \(([^()]*) here\)")
+_SEEDS = re.compile(r"a reading only: deciding it takes (\d+) fresh seeds per arm")
+
+
+def _gate(match: re.Match) -> str:
+    state = match.group(2)
+    if state == "does not hold":
+        return f"waits on {match.group(1)}, which does not hold here"
+    if state in ("inconclusive", "not testable"):
+        return f"waits on {match.group(1)}, itself undecided"
+    return f"waits on {match.group(1)}, not judged here"
+
+
+def plainly(reason: str) -> str:
+    """A reason said in plain words for a reader: 'judged only where dsp.dapt holds (inconclusive here)' reads
+    'waits on dsp.dapt, itself undecided'; the power plan's 'a reading only: deciding it takes 31 fresh seeds per
+    arm' reads 'needs about 31 seeds per arm'. Anything else is returned as it is."""
+    return _SEEDS.sub(r"needs about \1 seeds per arm", _GATE.sub(_gate, reason))

@@ -8,8 +8,10 @@ import pandas as pd
 
 from adaptstudy.claims.catalog import CLAIMS, DECLARATIONS
 from adaptstudy.claims.declarations import load_declaration
+from adaptstudy.claims.evidence import Rule
 from adaptstudy.claims.verdicts import Verdict
-from adaptstudy.claims.what_it_takes import deciding, what_it_takes
+from adaptstudy.claims.what_it_takes import deciding, plainly, what_it_takes
+from adaptstudy.reporting.power_plan import NOT_RUN
 from adaptstudy.runs.records import made_at
 
 
@@ -51,6 +53,26 @@ BACKBONE_NAMES = {  # the registry's names as a reader knows the models (the cha
 }
 
 
+STAND_INS = {  # which of the source's models each of our backbones stands in for, by source (None: it names none)
+    "Houlsby et al. 2019": {"MiniLM-L6": "BERT-large and BERT-base", "MPNet-base": "them at base size"},
+    'the "Efficient Adaption of Large Pre-Trained Models" report': {
+        "MiniLM-L6": "TinyRoBERTa",
+        "MiniLM-L3": "TinyBERT",
+    },
+    "Gururangan et al. 2020": {"MiniLM-L6": "RoBERTa-base"},
+    "Adapt or Die (draft)": {"MiniLM-L6": None},
+    "Pfeiffer et al. 2021": {"MiniLM-L6": "BERT-base"},
+    "Mahabadi et al. 2021": {"MiniLM-L6": "T5-base"},
+}
+
+
+def training_examples(*runs: pd.DataFrame) -> pd.Series:
+    """Each run's training examples per task, by run id (a multi-task run has one per task); runs whose records
+    do not say are left out."""
+    frames = [r.set_index("run_id")["train_examples"].dropna() for r in runs if "train_examples" in r and not r.empty]
+    return pd.concat(frames).astype(int) if frames else pd.Series(dtype=int)
+
+
 def backbone_labels(*runs: pd.DataFrame) -> pd.Series:
     """Each run's backbone as a reader knows it, with its size from the records: 'MiniLM-L6, 22.6M', by run
     id (the findings name the backbone of every figure: none of ours is the sources' BERT)."""
@@ -79,19 +101,24 @@ def findings_by_paper(
     confirmed: dict[str, Verdict] | None = None,
     finished: pd.Series | None = None,
     backbones: pd.Series | None = None,
+    examples: pd.Series | None = None,
 ) -> str:
     """The study's findings as Markdown, per source: first its summary (the headline claim's verdict on every
     reported seed and on fresh seeds alone, how many of its claims hold, do not hold or are undecided, and why the
-    undecided are), then every claim under its verdict, each with our effect and interval, the backbone it was
-    measured on (by run id: `backbone_labels`), its verdict on fresh seeds alone, and whether it was declared after
-    its runs existed (given the runs' `finished` times). Written from the verdicts, so the page cannot drift."""
+    undecided are; given `backbones`, its scale: our backbones and the source's models they stand in for, the
+    training examples per task (`examples`, by run id, where given) and the seeds per arm), then every claim under its
+    verdict, each with our effect and interval beside the source's figure and the rule's threshold, the backbone it was
+    measured on where it is not the source's usual one (by run id: `backbone_labels`), its verdict on fresh seeds
+    alone, and whether it was declared after its runs existed (given the runs' `finished` times). Written from the
+    verdicts, so the page cannot drift."""
     confirmed, headlines = confirmed or {}, headline_claims()
     papers: dict[str, list[Verdict]] = {}
     for v in verdicts:
         papers.setdefault(v.claim.paper, []).append(v)
     sections = []
     for paper, judged in papers.items():
-        lines = [f"### {paper}", "", *summary(judged, headlines.get(paper), confirmed, backbones), ""]
+        usual = usual_backbones(judged, named(backbones))
+        lines = [f"### {paper}", "", *summary(judged, headlines.get(paper), confirmed, backbones, examples), ""]
         for verdict, title in GROUPS.items():
             these = [v for v in judged if v.verdict == verdict]
             if not these:
@@ -100,22 +127,68 @@ def findings_by_paper(
             lines.append(f"**{title}{top}:**")
             lines.append("")
             shown = [v for v in these if v.claim.key != headlines.get(paper)]  # the summary gave the headline
-            lines += [f"- {_finding(v, confirmed.get(v.claim.key), finished, backbones)}" for v in shown]
+            lines += [f"- {_finding(v, confirmed.get(v.claim.key), finished, named(backbones), usual)}" for v in shown]
             lines.append("")
         sections.append("\n".join(lines))
     return "\n".join(sections)
 
 
+def named(backbones: pd.Series | None) -> pd.Series | None:
+    """The backbones without their sizes ('MiniLM-L6'): a finding names its backbone so, the summary's scale gives
+    the sizes."""
+    return backbones.str.split(", ").str[0] if backbones is not None else None
+
+
+def usual_backbones(judged: Sequence[Verdict], backbones: pd.Series | None) -> str:
+    """The backbone(s) most of a source's claims were measured on, as `on` names them ('' without backbones): the
+    summary's scale names them once, and a finding names its backbone only where it differs."""
+    if backbones is None:
+        return ""
+    named = pd.Series([on(v, backbones) for v in judged if v.run_ids], dtype=object)
+    return named.value_counts().index[0] if not named.empty else ""
+
+
+def scale(judged: Sequence[Verdict], backbones: pd.Series, examples: pd.Series | None) -> str:
+    """A source's scale in one line: each backbone we ran with its size and the source's model it stands in for
+    (`STAND_INS`), the training examples per task where the records say (`examples`), and the reported seeds per
+    arm (the fewest and the most of any comparison)."""
+    ids = sorted(set().union(*(v.run_ids for v in judged)))
+    paper = judged[0].claim.paper
+    ours = sorted(set(backbones.reindex(ids).dropna()), key=lambda b: (b.split(",")[0] != "MiniLM-L6", b))
+    stand_ins = STAND_INS.get(paper, {})
+    said = []
+    for label in ours:
+        name, _, size = label.partition(", ")
+        theirs = stand_ins.get(name)
+        verb = " for " if said else " stands in for "
+        said.append(f"{name}{f' ({size})' if size else ''}" + (f"{verb}{theirs}" if theirs else ""))
+    parts = ["; ".join(said)]
+    if examples is not None and not (n := examples[examples.index.isin(ids)]).empty:
+        low, high = int(n.min()), int(n.max())
+        parts.append(f"{low:,}{f'–{high:,}' if high != low else ''} training examples per task")
+    seeds = sorted({j.seeds for v in judged for j in v.judgements if j.seeds and j.seeds == j.seeds})
+    if seeds:
+        parts.append(f"{seeds[0]}{f'–{seeds[-1]}' if seeds[-1] != seeds[0] else ''} seeds per arm")
+    return f"**Scale:** {', '.join(parts)}."
+
+
 def summary(
-    judged: Sequence[Verdict], headline: str | None, confirmed: dict[str, Verdict], backbones: pd.Series | None
+    judged: Sequence[Verdict],
+    headline: str | None,
+    confirmed: dict[str, Verdict],
+    backbones: pd.Series | None,
+    examples: pd.Series | None = None,
 ) -> list[str]:
-    """A source's summary, at most three lines: its headline claim, its verdicts counted, why the undecided are."""
-    lines = []
+    """A source's summary, at most four lines: its scale (given `backbones`), its headline claim, its verdicts
+    counted, why the undecided are."""
+    lines = [f"{scale(judged, backbones, examples)}  "] if backbones is not None else []
+    usual = usual_backbones(judged, named(backbones))
     top = next((v for v in judged if v.claim.key == headline), None)
     if top is not None:
+        where = on(top, named(backbones))
         lines.append(
-            f"**Headline:** {top.claim.sentence}{on(top, backbones)}: *{top.verdict}*, {effect(top)} (every "
-            f"reported seed); fresh seeds alone: {fresh_said(confirmed.get(top.claim.key))}.{to_decide(top)}  "
+            f"**Headline:** {top.claim.sentence}{'' if where == usual else where}: *{top.verdict}*, {effect(top)}"
+            f"{beside(top)} (every reported seed); {fresh_said(confirmed.get(top.claim.key))}.{to_decide(top)}  "
         )
     count = {k: sum(v.verdict == k for v in judged) for k in GROUPS}
     undecided = count["inconclusive"] + count["not testable"]
@@ -138,12 +211,13 @@ def why_undecided(judged: Sequence[Verdict]) -> str:
     parts = []
     if stuck:
         parts.append(
-            f"{stuck} of {len(open_)} inconclusive stay so at any number of seeds (the evaluation sets' sampling error)"
+            f"{stuck} of {len(open_)} inconclusive {'needs' if stuck == 1 else 'need'} more evaluation examples"
         )
-    more = sum(what_it_takes(v).startswith("about") for v in open_)
+    more = sum(what_it_takes(v).startswith("needs about") for v in open_)
     if more:
-        parts.append(f"{more} would need more seeds")
-    reasons = pd.Series([r for v in judged if v.verdict == "not testable" for r in v.reason_kinds()], dtype=object)
+        parts.append(f"{more} {'needs' if more == 1 else 'need'} more seeds")
+    kinds = [plainly(r) for v in judged if v.verdict == "not testable" for r in v.reason_kinds()]
+    reasons = pd.Series(kinds, dtype=object)
     if not reasons.empty:
         parts.append("not testable: " + ", ".join(f"{r} ({n})" for r, n in reasons.value_counts().items()))
     return "; ".join(parts)
@@ -155,8 +229,8 @@ def to_decide(v: Verdict) -> str:
     if d is None:
         return ""
     if d.seeds is None:
-        return " No number of seeds decides it here: it needs more evaluation examples, or a larger effect."
-    return f" To decide it: about {d.seeds} reported seeds per arm (now {d.now})."
+        return " Only more evaluation examples would decide it."
+    return f" It needs about {d.seeds} seeds per arm to decide (now {d.now})."
 
 
 def effect(v: Verdict) -> str:
@@ -171,11 +245,37 @@ def effect(v: Verdict) -> str:
 
 
 def fresh_said(fresh: Verdict | None) -> str:
-    """The verdict on fresh seeds alone, with its effect where it has one; 'none' where there is no such verdict."""
+    """'fresh seeds alone: ' the verdict on them, with its effect where it has one; 'not run on fresh seeds yet'
+    where there is no such verdict."""
     if fresh is None:
-        return "none"
+        return NOT_RUN
     said = effect(fresh)
-    return f"*{fresh.verdict}*" + (f", {said}" if said not in ("", "–") else "")
+    return f"fresh seeds alone: *{fresh.verdict}*" + (f", {said}" if said not in ("", "–") else "")
+
+
+def rule_said(rule: Rule) -> str:
+    """The rule's threshold as a reader reads it: 'holds if above +5', 'holds if within ±1', 'holds if clear of 0'
+    (two-sided, at 0)."""
+    t = rule.threshold
+    if rule.kind in ("above", "below"):
+        return f"holds if {rule.kind} {t:+g}"
+    if rule.kind == "outside":
+        return "holds if clear of 0" if t == 0 else f"holds if outside ±{t:g}"
+    return f"holds if within ±{t:g}"
+
+
+DEFAULT_RULE = Rule("above", 0.0)  # the page's introduction says it once: a finding names any other rule
+
+
+def beside(v: Verdict) -> str:
+    """What our effect is read against: the source's figure in our units where the declaration gives it, and the
+    rule's threshold: '; source +5.2; holds if above +5'. The rule the page's introduction states (`DEFAULT_RULE`:
+    above 0) is left out: within the findings' word limit, a rule said once is not said 40 times."""
+    source = v.design.published_effect
+    against = " (opposite sign)" if v.against_source() else ""  # a two-sided rule holds either way
+    rule = v.design.decision
+    said = f"; {rule_said(rule)}" if rule != DEFAULT_RULE else ""
+    return (f"; source {source:+g}{against}" if source is not None else "") + said
 
 
 def on(v: Verdict, backbones: pd.Series | None, *more: str) -> str:
@@ -188,14 +288,20 @@ def on(v: Verdict, backbones: pd.Series | None, *more: str) -> str:
     return f" ({said})" if said else ""
 
 
-def _finding(v: Verdict, fresh: Verdict | None, finished: pd.Series | None, backbones: pd.Series | None) -> str:
-    why = f" ({v.reasons()})" if v.verdict == "not testable" else ""
+def _finding(
+    v: Verdict, fresh: Verdict | None, finished: pd.Series | None, backbones: pd.Series | None, usual: str = ""
+) -> str:
+    why = f" ({plainly(v.reasons())})" if v.verdict == "not testable" else ""
     when = declared(v, finished) if finished is not None else ""
     post_hoc = ["post hoc"] if when.startswith("post hoc") else []
-    against = f" Note: {v.against_source()}." if v.against_source() else ""
-    decisive = fresh is not None and fresh.verdict in ("holds", "does not hold")
-    alone = f" Fresh seeds: *{fresh.verdict}*." if decisive else ""  # their interval: the claim table
-    return f"{v.claim.sentence}{on(v, backbones, *post_hoc)}: {effect(v)}{why}.{alone}{against}"
+    decisive = ("holds", "does not hold")
+    alone = ""  # their interval: the claim table
+    if fresh is not None and fresh.verdict in decisive:
+        alone = f" Fresh seeds: *{fresh.verdict}*."
+    elif fresh is not None and fresh.verdict == "inconclusive" and v.verdict == "holds":
+        alone = " Holds on every seed; *inconclusive* on fresh seeds alone."
+    where = on(v, None if on(v, backbones) == usual else backbones, *post_hoc)
+    return f"{v.claim.sentence}{where}: {effect(v)}{beside(v)}{why}.{alone}"
 
 
 def finished_times(*runs: pd.DataFrame) -> pd.Series:

@@ -12,6 +12,7 @@ import yaml
 
 from adaptstudy.claims.catalog import CLAIMS
 from adaptstudy.claims.freeze import first_freeze, spent_by_amendment
+from adaptstudy.claims.what_it_takes import plainly
 from adaptstudy.common.paths import PROJECT_ROOT
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.runs.records import made_at, paid_evaluation, paid_seconds, paid_since
@@ -81,11 +82,14 @@ def why_unconfirmed(key: str, plan: dict[str, dict]) -> str:
         return spent
     row = plan.get(key)
     if row is None:
-        return "none: not in the confirmation plan" if plan else "none yet"
+        return f"{NOT_RUN}: not in the confirmation plan" if plan else NOT_RUN
     hours = f", {row['CPU-hours']:.1f} CPU-hours" if pd.notna(row.get("CPU-hours")) else ""
     if row["taken"] == "yes":
         return f"planned, not run yet: {int(row['seeds per arm'])} fresh seeds per arm{hours}"
-    return f"none: not bought ({row['why']}{hours})"
+    return f"{NOT_RUN}: not bought ({plainly(row['why'])}{hours})"
+
+
+NOT_RUN = "not run on fresh seeds yet"
 
 
 def plan_note(root: str | Path, folder: Path = POWER_PLAN.parent) -> str:

@@ -15,7 +15,7 @@ import pandas as pd
 from adaptstudy.claims.catalog import CLAIMS
 from adaptstudy.claims.freeze import confirmatory_since
 from adaptstudy.claims.verdicts import Verdict
-from adaptstudy.claims.what_it_takes import what_it_takes
+from adaptstudy.claims.what_it_takes import plainly, what_it_takes
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.common import load_runs
 from adaptstudy.reporting.findings import declared
@@ -127,7 +127,7 @@ def scorecard(
         claim, v = CLAIMS.get(key), judged.get(key)
         page = PAGES[claim.chapter]
         ids = sorted(v.run_ids) if v else []
-        why = v.reasons() if v else UNJUDGED
+        why = plainly(v.reasons()) if v else UNJUDGED
         rows.append(
             {
                 "claim": f"{claim.paper}: {claim.sentence} ({claim.where})",
@@ -202,7 +202,7 @@ def untestable_reasons(verdicts: list[Verdict]) -> pd.DataFrame:
     no chapter judged count under their own reason."""
     judged = {v.claim.key for v in verdicts}
     untestable = [v for v in verdicts if v.verdict == "not testable"]
-    kinds = [k for v in untestable for k in v.reason_kinds()] + [UNJUDGED for k in CLAIMS if k not in judged]
+    kinds = [plainly(k) for v in untestable for k in v.reason_kinds()] + [UNJUDGED for k in CLAIMS if k not in judged]
     counts = pd.Series(kinds, dtype=object).value_counts()
     return pd.DataFrame({"reason": counts.index, "claims": counts.to_numpy()})
 
