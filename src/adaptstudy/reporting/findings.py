@@ -54,13 +54,13 @@ BACKBONE_NAMES = {  # the registry's names as a reader knows the models (the cha
 
 
 STAND_INS = {  # which of the source's models each of our backbones stands in for, by source (None: it names none)
-    "Houlsby et al. 2019": {"MiniLM-L6": "BERT-large and BERT-base", "MPNet-base": "them at base size"},
+    "Houlsby et al. 2019": {"MiniLM-L6": "BERT-large", "MPNet-base": "BERT-base", "MiniLM-L3": "a smaller BERT"},
     'the "Efficient Adaption of Large Pre-Trained Models" report': {
         "MiniLM-L6": "TinyRoBERTa",
         "MiniLM-L3": "TinyBERT",
     },
     "Gururangan et al. 2020": {"MiniLM-L6": "RoBERTa-base"},
-    "Adapt or Die (draft)": {"MiniLM-L6": None},
+    "Adapt or Die (draft)": {"MiniLM-L6": "RoBERTa-base"},
     "Pfeiffer et al. 2021": {"MiniLM-L6": "BERT-base"},
     "Mahabadi et al. 2021": {"MiniLM-L6": "T5-base"},
 }
