@@ -72,7 +72,7 @@ def deciding(v: Verdict) -> Deciding | None:
     return Deciding(max(n.seeds for _, n in open_), now)
 
 
-def what_it_takes(v: Verdict, cpu_hours: float | None = None) -> str:
+def what_it_takes(v: Verdict, cpu_hours: float | None = None, machine: str | None = None) -> str:
     """For an inconclusive verdict: 'needs about 9 seeds per arm (now 3; about 4.1 CPU-hours more at its runs'
     pace)', or why seeds cannot decide it; '' for any other verdict (a not-testable one says what it lacks)."""
     d = deciding(v)
@@ -88,7 +88,8 @@ def what_it_takes(v: Verdict, cpu_hours: float | None = None) -> str:
         )
     cost = ""
     if cpu_hours and d.now:
-        cost = f"; about {cpu_hours * (d.seeds - d.now) / d.now:.1f} CPU-hours more at its runs' pace"
+        on = f" ({machine})" if machine else ""
+        cost = f"; about {cpu_hours * (d.seeds - d.now) / d.now:.1f} CPU-hours more at its runs' pace{on}"
     return f"needs about {d.seeds} seeds per arm (now {d.now}{cost}), if the true effect is ours"
 
 

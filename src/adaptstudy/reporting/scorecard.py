@@ -18,6 +18,7 @@ from adaptstudy.claims.verdicts import Verdict
 from adaptstudy.claims.what_it_takes import plainly, what_it_takes
 from adaptstudy.reporting.chapters import load_chapters
 from adaptstudy.reporting.common import load_runs
+from adaptstudy.reporting.costs import machine_label
 from adaptstudy.reporting.findings import declared
 from adaptstudy.reporting.power_plan import every_plan, why_unconfirmed
 from adaptstudy.reporting.verdict_tables import rule_text
@@ -68,6 +69,7 @@ def chapter_verdicts(runs: dict[str, pd.DataFrame]) -> tuple[list[Verdict], pd.D
                     finished_at=made_at(mine),  # when each run was first made: a rerun of a seed is not fresh
                     train_runtime_s=paid_seconds(mine, "train_runtime_s"),
                     eval_runtime_s=paid_evaluation(mine),
+                    machine=mine["record"].map(machine_label),
                 )
             )
     return verdicts, pd.concat(frames)
@@ -117,7 +119,7 @@ def scorecard(
     paper's figure in our units lies in our interval, and the runs' CPU-hours; with `confirmed` (`confirmatory`), the
     verdict and interval on fresh seeds alone."""
     finished = seconds.drop_duplicates("run_id").set_index("run_id")["finished_at"]
-    hours = claim_hours(verdicts, seconds)
+    hours, machines = claim_hours(verdicts, seconds), claim_machines(verdicts, seconds)
     plan = every_plan()
     judged = {v.claim.key: v for v in verdicts}
     order = {c: i for i, c in enumerate(PAGES)}
@@ -142,7 +144,7 @@ def scorecard(
                 "on fresh seeds alone": _fresh(key, (confirmed or {}).get(key), plan),
                 "verdict by design": by_design(v) if v else "–",
                 "detectable": v.detectable() if v else np.nan,
-                "to decide it": (what_it_takes(v, hours.get(key)) if v else "") or "–",
+                "to decide it": (what_it_takes(v, hours.get(key), machines.get(key)) if v else "") or "–",
                 "paper reports": claim.published,
                 "paper's figure in our CI": v.published_inside() if v else "–",
                 "runs": len(ids),
@@ -161,6 +163,19 @@ def run_seconds(seconds: pd.DataFrame) -> pd.Series:
     """Each run's training and evaluation seconds, by run id (`chapter_verdicts`' second value)."""
     per_run = seconds.drop_duplicates("run_id").set_index("run_id")
     return per_run["train_runtime_s"].fillna(0) + per_run["eval_runtime_s"].fillna(0)
+
+
+def claim_machines(verdicts: list[Verdict], seconds: pd.DataFrame) -> dict[str, str]:
+    """The machine kinds (precision and CPU kernels) the runs behind each claim's verdict trained on, most runs
+    first ('bf16 on AVX512; fp32 on AVX2'): what 'at its runs' pace' was measured on."""
+    if "machine" not in seconds:
+        return {}
+    kinds = seconds.drop_duplicates("run_id").set_index("run_id")["machine"]
+    out = {}
+    for v in verdicts:
+        counts = kinds.reindex(sorted(v.run_ids)).dropna().value_counts()
+        out[v.claim.key] = "; ".join(counts.index)
+    return out
 
 
 def claim_hours(verdicts: list[Verdict], seconds: pd.DataFrame) -> dict[str, float]:
