@@ -59,6 +59,7 @@ def test_the_precision_of_each_task_s_reported_runs_is_said_beside_the_tables(ru
     MRPC and CoLA at base size); the fresh seeds train in fp32 everywhere, and the note says which seeds are which."""
     said = "Precision of the reported runs on MPNet, mpnet-base, both arms: CoLA bf16; MRPC bf16."
     assert hbt.precision_note(runs[runs["seed"] <= 3]) == said
+    assert hbt.precision_note(runs.iloc[0:0], "minilm-l3") == "No reported runs on minilm-l3 yet."  # no empty output
     mrpc = runs[(runs["task"] == "mrpc") & (runs["seed"].between(1, 3))]
     later = mrpc.assign(seed=mrpc["seed"] + 3, precision_used="fp32", run_id=mrpc["run_id"] + "-fresh")
     note = hbt.precision_note(pd.concat([runs, later], ignore_index=True))

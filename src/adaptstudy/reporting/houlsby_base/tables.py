@@ -107,7 +107,7 @@ def precision_note(runs: pd.DataFrame, backbone: str = "mpnet-base") -> str:
     kept the precision their machine picked, and a reader of the table has to know which."""
     ours = at_chosen_rates(runs, backbone) if not runs.empty else runs
     if ours.empty:
-        return ""
+        return f"No reported runs on {BACKBONE_NAMES[backbone]} yet."
     precision = ours["precision_used"].fillna("fp32") if "precision_used" in ours else pd.Series("fp32", ours.index)
     parts = []
     for task in [t for t in TASK_ORDER if t in set(ours["task"])]:
