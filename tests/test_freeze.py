@@ -140,9 +140,11 @@ def test_a_later_plan_buys_the_headlines_first_leaves_out_what_was_bought_and_co
 
     first_plan = pd.read_csv(PROJECT_ROOT / "params/cpu/confirm/power/plan.csv")
     bought = first_plan.query("taken == 'yes'")["claim"].tolist()
-    table, _ = plan(committed_verdicts[0], PROJECT_ROOT / "results", first=HEADLINES, skip=bought, kind="fp32 on AVX2")
+    table, _ = plan(
+        committed_verdicts[0], PROJECT_ROOT / "results", 40, first=HEADLINES, skip=bought, kind="fp32 on AVX2"
+    )
     assert not set(bought) & set(table["claim"])
-    taken = table[table["taken"] == "yes"].sort_values("cumulative")
+    taken = table[table["taken"] == "yes"].sort_values("cumulative", kind="stable")  # ties: in the order bought
     assert set(taken["claim"].head(len(HEADLINES))) == set(HEADLINES)  # within the budget, the headlines first
     records = chapter_records(PROJECT_ROOT / "results")
     ratio = kind_ratio(records, "fp32 on AVX2")
@@ -227,7 +229,7 @@ def test_every_fresh_run_is_in_the_power_plan_and_made_after_the_plan_was_commit
     import subprocess
 
     from adaptstudy.reporting.common import load_runs
-    from adaptstudy.reporting.power_plan import POWER_PLAN
+    from adaptstudy.reporting.power_plan import POWER_PLAN, later_plans
     from adaptstudy.runs.records import made_at
 
     def first_commit(path) -> pd.Timestamp:
@@ -241,13 +243,15 @@ def test_every_fresh_run_is_in_the_power_plan_and_made_after_the_plan_was_commit
         assert committed, f"{path.name} is not committed"
         return pd.Timestamp(committed[-1])
 
-    plan_time = first_commit(POWER_PLAN)
-    # a run is planned by the first sweep file that lists it, committed before the run finished (an addendum too)
+    # a run is planned by the first sweep file that lists it, committed before the run finished (an addendum too),
+    # in the first plan or a later one
     since: dict[str, pd.Timestamp] = {}
-    for run_ids in POWER_PLAN.parent.glob("*.run_ids"):
-        committed = max(plan_time, first_commit(run_ids))
-        for i in run_ids.read_text().split():
-            since[i] = min(since.get(i, committed), committed)
+    for folder in (POWER_PLAN.parent, *later_plans()):
+        plan_time = first_commit(folder / "plan.csv")
+        for run_ids in folder.glob("*.run_ids"):
+            committed = max(plan_time, first_commit(run_ids))
+            for i in run_ids.read_text().split():
+                since[i] = min(since.get(i, committed), committed)
     planned = set(since)
     freeze_time = first_freeze(REPORT)
     assert freeze_time is not None

@@ -44,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("sweep", help="the confirmatory grid whose cells' prerequisites to freeze")
     parser.add_argument("--study", help="the study whose records name them (default: the grid's)")
     args = parser.parse_args(argv)
-    reexec_with_allocator("adaptstudy.launch.freeze_prerequisites", sys.argv[1:] if argv is None else argv)
     try:
         frozen = freeze_grid(args.sweep, args.study)
     except (ConfigError, FrozenArtifactError, FileNotFoundError) as e:
@@ -57,4 +56,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    reexec_with_allocator("adaptstudy.launch.freeze_prerequisites", sys.argv[1:])  # training under tcmalloc
     sys.exit(main())
