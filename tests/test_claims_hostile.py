@@ -114,6 +114,24 @@ def test_two_amends_before_a_commit_record_one_amendment_from_the_committed_desi
     assert parity.design_at(before).fingerprint() == committed.claims["parity"].design.fingerprint()
 
 
+def test_an_amendment_and_a_freeze_write_the_ledgers_and_leave_every_other_line_as_it_was(tmp_path):
+    """The chapter's file keeps its order, its comments (`headlines: [parity]  # the claim a reader ...`) and its
+    spellings through an amendment and a freeze: each writes its entry into the claim's ledger, nothing else."""
+    from adaptstudy.claims.freeze import freeze
+
+    path = _git_copy(tmp_path)
+    committed = load_declaration(HOULSBY)
+    changed = HOULSBY.read_text().replace("threshold: -1.0", "threshold: -2.0", 1) + "# a closing comment\n"
+    path.write_text(changed)
+    assert amend(path, committed, "a wider margin", records=7) == ["parity"]
+    assert _without_ledgers(path.read_text()) == _without_ledgers(changed)
+    assert path.read_text().splitlines()[4].startswith("headlines: [parity]  # the claim a reader looks for first")
+    freeze(path, "again", 7, committed.claims["parity"].recorded_protocol, names=["parity"], refreeze=True)
+    assert _without_ledgers(path.read_text()) == _without_ledgers(changed)
+    events = [e.event for e in load_declaration(path).claims["parity"].ledger]
+    assert events[-2:] == ["amended", "frozen"] and len(events) == len(committed.claims["parity"].ledger) + 2
+
+
 def test_an_amend_after_an_uncommitted_freeze_is_refused_naming_it(tmp_path):
     from adaptstudy.claims.freeze import freeze
 
@@ -201,6 +219,29 @@ def test_a_results_folder_that_is_not_the_chapters_is_refused_before_anything_is
     expected = "holds no record" if folder == "empty" else "its study's, results/houlsby, not those of 'houlsby_base'"
     _one_error(capsys, f"--results-dir {results}", expected)
     assert path.read_text() == HOULSBY.read_text()
+
+
+def test_records_name_the_study_that_wrote_them_wherever_they_are_copied(tmp_path, capsys):
+    """A record written names its folder as its study; a copy of houlsby's records in a folder of another name is
+    the chapter's all the same, and one record another study wrote refuses the folder, naming that study."""
+    from adaptstudy.runs.records import load_record, write_record
+
+    copy = tmp_path / "my copy"
+    for record in sorted(HOULSBY_RESULTS.glob("*.json"))[:3]:
+        write_record(load_record(record), tmp_path / "results" / "houlsby")
+    shutil.copytree(tmp_path / "results" / "houlsby", copy)
+    assert {load_record(p)["study"] for p in copy.glob("*.json")} == {"houlsby"}
+    path = _git_copy(tmp_path)
+    argv = [str(path), "--freeze", "--claims", "parity", "--refreeze", "--reason", "r", "--results-dir", str(copy)]
+    assert amend_command.main(argv) == 0
+    assert load_declaration(path).claims["parity"].ledger[-1].records == 3
+    other = sorted((PROJECT_ROOT / "results" / "houlsby_base").glob("*.json"))[0]
+    write_record(load_record(other), tmp_path / "results" / "houlsby_base")
+    shutil.copy(tmp_path / "results" / "houlsby_base" / other.name, copy)
+    before = path.read_text()
+    assert amend_command.main(argv) == 2
+    _one_error(capsys, "its study's, results/houlsby, not those of 'houlsby', 'houlsby_base'")
+    assert path.read_text() == before
 
 
 @pytest.mark.parametrize("flag", [["--claims", "parity"], ["--refreeze"]])

@@ -215,6 +215,7 @@ def test_undecided_claims_are_explained_in_plain_words(committed_verdicts):
     yet; one that more seeds would decide says about how many, on the page and the scorecard."""
     from adaptstudy.claims.what_it_takes import plainly, what_it_takes
     from adaptstudy.reporting.scorecard import scorecard, untestable_reasons
+    from adaptstudy.reporting.verdict_tables import verdict_list, verdict_table
 
     verdicts, seconds = committed_verdicts
     page, _ = _committed_page(committed_verdicts)
@@ -231,6 +232,10 @@ def test_undecided_claims_are_explained_in_plain_words(committed_verdicts):
     assert not card["rests on"].str.contains("judged only where").any()
     assert card["rests on"].str.contains("waits on dsp.dapt, itself undecided").sum() == 2
     assert not untestable_reasons(verdicts)["reason"].str.contains("judged only where").any()
+    dsp = [v for v in verdicts if v.claim.chapter == "dsp"]  # a chapter's own verdict table and list say it plainly
+    assert verdict_table(dsp)["why"].str.contains("waits on dsp.dapt, itself undecided").any()
+    assert not verdict_table(dsp)["why"].str.contains("judged only where").any()
+    assert "judged only where" not in verdict_list(dsp, [v.claim.key for v in dsp])
     assert not card["on fresh seeds alone"].str.startswith("none:").any()
     assert card["on fresh seeds alone"].str.startswith(NOT_RUN).any()
     assert card["to decide it"].str.startswith("needs about ").any()

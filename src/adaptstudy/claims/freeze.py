@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from adaptstudy.claims.declarations import Declared, Entry, load_declaration
-from adaptstudy.claims.ledgers import dump_declaration
-from adaptstudy.common.files import locked_file, write_text_atomic
+from adaptstudy.claims.ledgers import write_ledgers
+from adaptstudy.common.files import locked_file
 
 
 def frozen_at(claim: Declared) -> datetime | None:
@@ -93,6 +93,5 @@ def _freeze(path, reason, records, protocol, when, names, refreeze) -> list[str]
             protocol=protocol,
         )
         chapter.claims[name] = claim.model_copy(update={"ledger": [*claim.ledger, entry]})
-    header = "".join(line for line in path.read_text(encoding="utf-8").splitlines(True) if line.startswith("#"))
-    write_text_atomic(header + dump_declaration(chapter), path)
+    write_ledgers(path, {name: chapter.claims[name] for name in chosen})
     return list(chosen)

@@ -1,4 +1,4 @@
-"""Writing a declaration file: its YAML in the declared order (`dump_declaration`), and its ledgers (`amend`: one
+"""Writing a declaration file's ledgers, every other line as the file has it (`write_ledgers`; `amend`: one
 entry per claim whose design or protocol moved — an amendment, a refactor the refactor rule allows, a recording — or
 the entry that declares a new claim). The claims and their ledgers as data are `declarations`."""
 
@@ -15,7 +15,6 @@ import yaml
 from pydantic import ValidationError
 
 from adaptstudy.claims.declarations import (
-    ADDED_FIELDS,
     DESIGN_FIELDS,
     ENTRY_ADDED,
     Declaration,
@@ -25,32 +24,6 @@ from adaptstudy.claims.declarations import (
 )
 from adaptstudy.common import strict_yaml
 from adaptstudy.common.files import locked_file, write_text_atomic
-
-
-def dump_declaration(chapter: Declaration) -> str:
-    """The YAML text of a declaration, fields in their declared order (a margin's reason beside its rule)."""
-    data = chapter.model_dump(mode="json", exclude_defaults=False)
-    data["findings"] = [{k: v for k, v in f.items() if v} for f in data["findings"]]
-    if not data["findings"]:
-        del data["findings"]
-    if not data["budgets"]:
-        del data["budgets"]
-    data["claims"] = {name: _written(claim) for name, claim in data["claims"].items()}
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
-
-
-def _written(claim: dict) -> dict:
-    """A claim as its file keeps it: fields left out where empty, `margin_reason` after `rule`."""
-    reason = claim.pop("margin_reason")
-    kept = {}
-    for key, value in claim.items():
-        if (key == "paper" and value is None) or (key in ADDED_FIELDS and not value):
-            continue
-        kept[key] = value
-        if key == "rule" and reason:
-            kept["margin_reason"] = reason
-    kept["ledger"] = [entry_written(e) for e in kept["ledger"]]
-    return kept
 
 
 def entry_written(entry: dict) -> dict:
@@ -174,9 +147,28 @@ def _amend(path, previous, reason, records, when, protocol, verdicts, outcomes, 
     if amended and before_writing is not None:
         before_writing({name: current.claims[name] for name in amended})
     if amended:  # nothing changed: the file is left as it is, byte for byte
-        header = "".join(line for line in path.read_text(encoding="utf-8").splitlines(True) if line.startswith("#"))
-        write_text_atomic(header + dump_declaration(current), path)
+        write_ledgers(path, {name: current.claims[name] for name in amended})
     return amended
+
+
+def write_ledgers(path: Path, claims: dict) -> None:
+    """Write the named claims' ledgers into the file at `path`, atomically, every other line as it was: an amendment
+    or a freeze adds ledger entries and nothing else, so the file's order, comments and spellings stay."""
+    ledgers = {name: [entry_written(e.model_dump(mode="json")) for e in c.ledger] for name, c in claims.items()}
+    write_text_atomic(ledger_text(path.read_text(encoding="utf-8"), ledgers), path)
+
+
+def ledger_text(text: str, ledgers: dict[str, list[dict]]) -> str:
+    """The file's text with the ledgers written in (`with_ledgers`); a file whose claims are written in flow style
+    (`{sentence: ..., ...}`), which no ledger block fits, is written again whole, its leading comment kept."""
+    try:
+        return with_ledgers(text, ledgers)
+    except ValueError:
+        raw = strict_yaml.load(text)
+        for name, ledger in ledgers.items():
+            raw["claims"][name]["ledger"] = ledger
+        header = "".join(line for line in text.splitlines(True) if line.startswith("#"))
+        return header + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=120)
 
 
 def with_ledgers(text: str, ledgers: dict[str, list[dict]]) -> str:

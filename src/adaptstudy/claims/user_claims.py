@@ -17,7 +17,7 @@ from adaptstudy.claims.baselines import flag_runs
 from adaptstudy.claims.catalog import Claim
 from adaptstudy.claims.declarations import Declared, Design, Entry, margin_said, one_line
 from adaptstudy.claims.evidence import contrast
-from adaptstudy.claims.ledgers import entry_written, with_ledgers
+from adaptstudy.claims.ledgers import entry_written, ledger_text
 from adaptstudy.claims.protocol import fingerprint, shared_parts
 from adaptstudy.claims.user_arms import arm_runs, checked_arms
 from adaptstudy.claims.verdicts import Verdict, arm, verdict_of
@@ -155,7 +155,7 @@ def freeze_user_claims(path: Path, records: int | None = None, refreeze: bool = 
     given). A claim frozen already is refused unless `refreeze`: then a design changed since its ledger is declared
     again before its new freeze (a user's file keeps no earlier design to amend from), and a protocol changed (the
     arms, the choosing seed, the shared code) is frozen anew. Only the ledgers' lines change
-    (`ledgers.with_ledgers`): the file's layout, comments and spellings stay, and it is written whole, under a lock
+    (`ledgers.ledger_text`): the file's layout, comments and spellings stay, and it is written whole, under a lock
     (two freezes at once take turns; the second finds the claims frozen). Returns each claim's name with the freeze
     it replaced (None: none)."""
     with locked_file(path):
@@ -189,21 +189,8 @@ def freeze_user_claims(path: Path, records: int | None = None, refreeze: bool = 
                 protocol=protocol,
             )
             ledgers[name] = [entry_written(e.model_dump(mode="json")) for e in [*ledger, entry]]
-        write_text_atomic(_with_ledgers(path.read_text(encoding="utf-8"), ledgers), path)
+        write_text_atomic(ledger_text(path.read_text(encoding="utf-8"), ledgers), path)
     return before
-
-
-def _with_ledgers(text: str, ledgers: dict[str, list[dict]]) -> str:
-    """The file's text with the ledgers written in (`ledgers.with_ledgers`); a file whose claims are written in flow
-    style (`{sentence: ..., ...}`), which no ledger block fits, is written again whole, its leading comment kept."""
-    try:
-        return with_ledgers(text, ledgers)
-    except ValueError:
-        raw = strict_yaml.load(text)
-        for name, ledger in ledgers.items():
-            raw["claims"][name]["ledger"] = ledger
-        header = "".join(line for line in text.splitlines(True) if line.startswith("#"))
-        return header + yaml.safe_dump(raw, sort_keys=False, allow_unicode=True, width=120)
 
 
 def load_user_declaration(path: str | os.PathLike, refreezing: bool = False) -> UserDeclaration:

@@ -158,16 +158,19 @@ def chapter_of(path: Path):
 
 def _records(path: Path, results: Path) -> int:
     """How many records the chapter's folder holds, each read first: a folder holding a record that is not one (a
-    truncated file) stops the command before it writes, and so does a folder that is not the chapter's (its
-    `results/<study>`: another chapter's, or an empty one where the chapter has runs)."""
+    truncated file) stops the command before it writes, and so does a folder whose records another study wrote
+    (each record's `study`; the folder's name for records written before they kept it), or an empty one where the
+    chapter has runs."""
     read = read_records(results, None)  # InvalidRecordsError (a ValueError) names every file that is not a record
     chapter = chapter_of(path)
     if chapter is not None and chapter.study is not None:
         expected = f"results/{chapter.study}"
-        if results.resolve().name != chapter.study:
+        # each record names the study that wrote it; one written before records kept it is the folder's
+        wrote = sorted({r.get("study") or results.resolve().name for r in read}) or [results.resolve().name]
+        if wrote != [chapter.study]:
             raise ValueError(
                 f"--results-dir {results}: the {chapter.name} chapter's records are its study's, {expected}, not "
-                f"those of {results.resolve().name!r}"
+                f"those of {', '.join(map(repr, wrote))}"
             )
         if not read:
             raise ValueError(

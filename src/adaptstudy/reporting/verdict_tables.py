@@ -11,6 +11,7 @@ import pandas as pd
 from adaptstudy.claims.catalog import Claim
 from adaptstudy.claims.evidence import VERDICTS
 from adaptstudy.claims.verdicts import Verdict
+from adaptstudy.claims.what_it_takes import plainly
 from adaptstudy.reporting.findings import declared
 from adaptstudy.reporting.folding import Html, glance_table
 
@@ -53,7 +54,7 @@ def verdict_table(verdicts: Sequence[Verdict], finished: pd.Series | None = None
                 "seeds": min((j.seeds for j in v.judgements), default=0),
                 "rule": rule_text(v.claim),
                 "verdict": v.verdict,
-                "why": "; ".join(filter(None, [v.reasons(), v.against_source(), v.detail])) or "–",
+                "why": "; ".join(filter(None, [plainly(v.reasons()), v.against_source(), v.detail])) or "–",
                 "rests on": v.rests_on(),
                 "declared": declared(v, finished) if finished is not None and v.run_ids else "–",
             }
@@ -137,7 +138,7 @@ def verdict_list(verdicts: Sequence[Verdict], keys: Sequence[str]) -> str:
     lines = []
     for key in keys:
         v = by_key[key]
-        why = f" ({v.reasons()})" if v.verdict == "not testable" else ""
+        why = f" ({plainly(v.reasons())})" if v.verdict == "not testable" else ""
         lines.append(f"- {v.claim.sentence}: {v.effects()}, *{v.verdict}*{why}.")
     return "\n".join(lines)
 

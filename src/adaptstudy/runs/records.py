@@ -46,6 +46,9 @@ class Record(BaseModel):
     versions: dict[str, str]
     git_commit: str | None
     finished_at: str | None
+    # the study that wrote it: the name of the results folder its run wrote to (`write_record`), so a copy of the
+    # records elsewhere still says whose they are; records written before it was kept lack it (None)
+    study: str | None = None
 
     @model_validator(mode="after")
     def _ok_has_results(self) -> Record:
@@ -182,9 +185,10 @@ def check_writable(folder: str | os.PathLike) -> None:
 
 def write_record(record: dict[str, Any], results_dir: str | os.PathLike) -> Path:
     """Write `record` to `results_dir/<run_id>.json` atomically, after checking it against `Record`; returns the
-    path."""
+    path. A record that names no study gets the folder's name as its `study` (one rewritten keeps its own)."""
     folder = Path(results_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    record = {**record, "study": record.get("study") or folder.resolve().name}
     try:
         Record.model_validate(record)
     except ValidationError as e:
