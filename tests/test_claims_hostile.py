@@ -87,6 +87,27 @@ def test_two_freezes_at_once_take_turns_and_neither_entry_is_lost(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["claims.yaml"]  # no lock file, no temporary left
 
 
+def test_four_freezes_started_together_each_keep_their_entry(tmp_path):
+    """The race as a user meets it: writers started at once on one declaration, none waiting on purpose; every
+    writer's entry is in the file after them, whatever order the lock gave them."""
+    path = tmp_path / "claims.yaml"
+    shutil.copy(HOULSBY, path)
+    claims = load_declaration(path).claims
+    names = [n for n, c in claims.items() if c.recorded_protocol][:4]
+    script = (
+        "import sys, json; from adaptstudy.claims.freeze import freeze; "
+        "freeze(sys.argv[1], 'writer ' + sys.argv[2], 1, json.loads(sys.argv[3]), names=[sys.argv[2]], refreeze=True)"
+    )
+    writers = [
+        subprocess.Popen([sys.executable, "-c", script, str(path), n, json.dumps(claims[n].recorded_protocol)])
+        for n in names
+    ]
+    assert [w.wait(timeout=300) for w in writers] == [0] * 4
+    after = load_declaration(path).claims
+    assert [after[n].ledger[-1].reason for n in names] == [f"writer {n}" for n in names]
+    assert all(len(after[n].ledger) == len(claims[n].ledger) + 1 for n in names)
+
+
 def test_an_amend_that_changes_nothing_leaves_the_file_byte_for_byte(tmp_path, capsys):
     text = HOULSBY.read_text() + "# a closing comment the dump would drop\n"
     path = _git_copy(tmp_path, text)
