@@ -76,10 +76,10 @@ def test_fusion_table_reports_each_column_over_seeds_beside_the_paper(tmp_path, 
     fusion_run(tmp_path / "all", "cb", "pfeiffer", 0, 40.0)  # CB's source adapter (3 epochs): not its ST-A cell
     runs = fusion_runs(tmp_path / "all")
     table = fu.fusion_table(runs).set_index(["task", "source"])
-    assert table.loc[("rte", "ours (minilm-l6, dev)"), "fusion-st-a"] == "63.0 ± 1.0 (3)"
-    assert table.loc[("rte", "published (BERT-base, dev)"), "fusion-st-a"] == "76.82"
-    assert table.loc[("cb", "ours (minilm-l6, dev)"), "st-a"] == "–"
-    assert table.loc[("boolq", "ours (minilm-l6, dev)"), "full"] == "–"  # not run offline: the table's note says so
+    assert table.loc[("rte", "ours"), "fusion-st-a"] == "63.0 ± 1.0 (3)"
+    assert table.loc[("rte", "published"), "fusion-st-a"] == "76.82"
+    assert table.loc[("cb", "ours"), "st-a"] == "–"
+    assert table.loc[("boolq", "ours"), "full"] == "–"  # not run offline: the table's note says so
     assert "BoolQ has no training data offline" in fu.FUSION_NOTE
     params = table.xs("trained / target", level="task").iloc[0]
     assert params["st-a"] == f"{100 * 1000 / BACKBONE:.2f}%" and params["mt-a"] == "–"
@@ -122,8 +122,8 @@ def test_the_n_1_control_has_its_own_column_and_judges_composition_against_capac
     runs = fusion_runs(tmp_path)
     assert sorted(runs["label"].unique()) == ["fusion-n1", "fusion-st-a", "st-a"]
     table = fu.fusion_table(runs).set_index(["task", "source"])
-    assert table.loc[("rte", "ours (minilm-l6, dev)"), "fusion-n1"] == "63.5 ± 1.0 (3)"
-    assert table.loc[("rte", "published (BERT-base, dev)"), "fusion-n1"] == "–"
+    assert table.loc[("rte", "ours"), "fusion-n1"] == "63.5 ± 1.0 (3)"
+    assert table.loc[("rte", "published"), "fusion-n1"] == "–"
     verdicts = claims_table(fu, runs).set_index("claim")
     assert verdicts.loc[fu.FUSION_BEATS.sentence, "verdict"] == "holds"  # +4 over ST-A ...
     composes = verdicts.loc[fu.FUSION_COMPOSES.sentence]  # ... but -0.5 against its own capacity alone
@@ -186,16 +186,16 @@ def test_hyperformer_rows_use_the_rate_chosen_on_seed_0_and_count_parameters_per
     multi_run(tmp_path, glue, "hyperformer++", 1, [92.0] * 5, lr=1e-3, trainable=400_000)
     runs = hyper_runs(tmp_path)
     table = hy.hyper_table(runs).set_index(["source", "method"])
-    ours = table.loc["ours (minilm-l6)"]
+    ours = table.loc["ours"]
     assert ours.loc["hyperformer++", "cola"] == "92.0 (1)"  # 1e-3 chosen on seed 0 (90): seed 1 reports
     assert ours.loc["hyperformer++", "trained/task"] == f"{100 * 400_000 / 5 / BACKBONE:.2f}%"
     assert ours.loc["st-adapters", "total params"] == f"{(BACKBONE + 5 * 100_000) / BACKBONE:.2f}×"
     assert ours.loc["st-adapters", "average (these 5)"] == "71.5"  # seeds 1-2
     assert ours.loc["st-adapters", "average (8 tasks)"] == "–"
-    published = table.loc["published (T5-base)"]
+    published = table.loc["published"]
     assert published.loc["hyperformer++", "average (these 5)"] == f"{np.mean([63.73, 94.03, 92.63, 89.66, 75.36]):.1f}"
-    assert table.loc[("published (T5-base)", "hyperformer++"), "cola"] == 63.73
-    constant = table.loc[("ours (minilm-l6)", "constant prediction")]
+    assert table.loc[("published", "hyperformer++"), "cola"] == 63.73
+    constant = table.loc[("ours", "constant prediction")]
     assert (constant["cola"], constant["rte"]) == ("0.0", "55.4")  # Matthews 0; the majority of RTE's test half
     rates = hy.rate_selection(runs)
     assert rates[["learning_rate", "validation mean (seed 0)", "chosen"]].values.tolist() == [
@@ -212,7 +212,7 @@ def test_hyperformer_rows_use_the_rate_chosen_on_seed_0_and_count_parameters_per
 
 def test_runs_that_learned_nothing_are_flagged_in_their_cells(tmp_path, multi_run):
     multi_run(tmp_path, hy.GLUE5, "full", 1, [0.0, 80, 80, 80, 60])  # CoLA at Matthews 0: one class for every sentence
-    row = hy.hyper_table(hyper_runs(tmp_path)).set_index(["source", "method"]).loc[("ours (minilm-l6)", "mt-full")]
+    row = hy.hyper_table(hyper_runs(tmp_path)).set_index(["source", "method"]).loc[("ours", "mt-full")]
     assert (row["cola"], row["sst2"]) == ("0.0 (1) ⚠1", "80.0 (1)")
 
 

@@ -188,7 +188,7 @@ def hyper_table(runs: pd.DataFrame) -> pd.DataFrame:
         complete = len(means) == len(GLUE5)
         rows.append(
             {
-                "source": "ours (minilm-l6)",
+                "source": "ours",
                 "method": label,
                 "total params": total,
                 "trained/task": trained,
@@ -200,7 +200,7 @@ def hyper_table(runs: pd.DataFrame) -> pd.DataFrame:
     constants = _constants(runs)
     rows.append(
         {
-            "source": "ours (minilm-l6)",
+            "source": "ours",
             "method": "constant prediction",
             "total params": "–",
             "trained/task": "–",
@@ -214,7 +214,7 @@ def hyper_table(runs: pd.DataFrame) -> pd.DataFrame:
         five = np.mean([float(str(v).split("/")[-1]) for v in values[:5]])
         rows.append(
             {
-                "source": "published (T5-base)",
+                "source": "published",
                 "method": label,
                 "total params": total or "–",
                 "trained/task": f"{trained:.2f}%",
