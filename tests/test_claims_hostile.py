@@ -253,12 +253,15 @@ def test_records_name_the_study_that_wrote_them_wherever_they_are_copied(tmp_pat
     shutil.copytree(tmp_path / "results" / "houlsby", copy)
     assert {load_record(p)["study"] for p in copy.glob("*.json")} == {"houlsby"}
     path = _git_copy(tmp_path)
-    argv = [str(path), "--freeze", "--claims", "parity", "--refreeze", "--reason", "r", "--results-dir", str(copy)]
+    path.write_text(HOULSBY.read_text().replace("threshold: -1.0", "threshold: -2.0", 1))  # an amendment to record
+    argv = [str(path), "--reason", "a wider margin", "--spend", "--results-dir", str(copy)]
     assert amend_command.main(argv) == 0
     assert load_declaration(path).claims["parity"].ledger[-1].records == 3
     other = sorted((PROJECT_ROOT / "results" / "houlsby_base").glob("*.json"))[0]
     write_record(load_record(other), tmp_path / "results" / "houlsby_base")
     shutil.copy(tmp_path / "results" / "houlsby_base" / other.name, copy)
+    capsys.readouterr()
+    path.write_text(path.read_text().replace("threshold: -2.0", "threshold: -3.0", 1))
     before = path.read_text()
     assert amend_command.main(argv) == 2
     _one_error(capsys, "its study's, results/houlsby, not those of 'houlsby', 'houlsby_base'")
