@@ -290,9 +290,7 @@ def test_the_chapter_has_no_ours_where_no_study_ran(tmp_path):
     claims = pd.concat([fu.claims(fusion), hyc.claims(hyper)], ignore_index=True)
     assert len(claims) == len(fu.DECLARED) + len(hyc.DECLARED) and set(claims["verdict"]) == {"not testable"}
     assert set(claims["ours: effect [95% CI]"]) <= {"–"} | {c for c in claims["ours: effect [95% CI]"] if ": –" in c}
-    assert set(fu.fusion_table(fusion).query("source == 'ours' and task == 'rte'").iloc[0][2:]) == {
-        "–"
-    }
+    assert set(fu.fusion_table(fusion).query("source == 'ours' and task == 'rte'").iloc[0][2:]) == {"–"}
 
 
 def test_costs_count_every_run_of_both_studies_and_a_reused_record_once(tmp_path, fusion_run, multi_run):
